@@ -36,16 +36,6 @@ REPLAY_STREAMS = 4  # the replay workload round-robins XADDs over this many stre
 REPLAY_CHUNK = 100  # ... this many at a time, each chunk then read (COUNT chunk) and acked
 
 
-def describe(env: BenchEnv) -> list[str]:
-    where = env.where()
-    return [] if where is None else [
-        f"aof: {where}; appendfsync always loops stop after {ALWAYS_SECONDS.seconds(env):g} s; "
-        f"serial fsync {FSYNC_N(env):,} x (os.write {FSYNC_RECORD} B + fdatasync); replay "
-        f"workloads over {REPLAY_STREAMS} streams, {REPLAY_CHUNK} XADDs to each in turn: XADD "
-        f"records only (the target's row), and mixed: each {REPLAY_CHUNK} XADDs then read by "
-        f"XREADGROUP COUNT {REPLAY_CHUNK} + XACK"]
-
-
 def xadd(env: BenchEnv, policy: str) -> float:
     """The embedded XADD loop on an engine whose AOF uses ``policy``; adds/s. The final fsync
     at close is not timed (everysec's background fsyncs during the loop are)."""

@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
 from streamkeep.tools.bench import workqueue
-from streamkeep.tools.bench.workload import KEY, Measurement, Size, Skip, rate, timed, warmup_size
+from streamkeep.tools.bench.workload import (
+    KEY,
+    Measurement,
+    Size,
+    Skip,
+    rate,
+    timed,
+    warmup_size,
+)
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -230,9 +238,3 @@ async def _blocked_gets(q: Any, tasks: int) -> tuple[list[int], float, float, fl
     await tick
     await asyncio.gather(*workers)
     return delivered, seconds, gaps[0], put_time / tasks
-
-
-def describe(env: BenchEnv) -> list[str]:
-    return [f"asyncio: one task awaiting one call at a time (asyncio's own loop); XADD rows of "
-            f"{CALLS(env):,} calls (redis.asyncio: a tenth); SIGKILL rows after "
-            f"{KILL_WRITES(env):,} awaited XADDs; queue rows: put + get + ack per message"]

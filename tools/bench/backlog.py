@@ -50,20 +50,6 @@ def catchup_entries(env: BenchEnv) -> int:
     return min(env.n * CATCHUP_PER_N, int(ENTRIES(env) * BEHIND_SHARE))
 
 
-def describe(env: BenchEnv) -> list[str]:
-    n, compact = ENTRIES(env), COMPACT_ENTRIES(env)
-    return [f"backlog: one stream of {n:,} entries `v <8 digits>`, a group "
-            f"{int(n * BEHIND_SHARE):,} behind, written as a snapshot; each mode in a fresh "
-            f"child process on its own copy: cold = backlog-memory {BUDGET >> 20}mb, resident "
-            f"= no budget; RSS = the child's peak (VmHWM) and final (VmRSS); compaction after "
-            f"{compact:,} new entries, against the same on a {compact:,}-entry stream",
-            f"backlog lists: one list of {ELEMENTS(env):,} elements `job:<8 digits>:payload-"
-            f"xxxxxxxxxx`, RPUSHed {PUSH_BATCH:,} a command and compacted; each mode in a "
-            f"fresh child process on its own copy: list_cold = backlog-memory "
-            f"{LIST_BUDGET >> 20}mb, list_resident = no budget; restart = open + LLEN; RSS = "
-            f"the child's after the restart (VmRSS); scan = LRANGE pages of {PAGE:,}"]
-
-
 def build(path: str, n: int) -> None:
     """A data directory at `path` holding the stream's data set (see the module docstring).
     (Under this name: nodes_child.py builds it with each checkout's own.)"""
@@ -198,13 +184,7 @@ def bench_mode(env: BenchEnv, mode: str) -> Measurement:
     figures.update({name: got[name] for name in ("restart_segmented_s", "scan_ratio",
                                                  "scan_single_per_s", "scan_segmented_per_s")
                     if name in got})
-    notes = [f"backlog.{mode}: restart {got['restart_s']:.2f} s, RSS peak "
-             f"{figures['peak_rss_mb']:.0f} MB (after open {figures['open_rss_mb']:.0f} MB), "
-             f"catch-up {got['catchup_per_s']:,.0f} entries/s, compaction after "
-             f"{compact:,} new entries {got['compact_s']:.2f} s writing "
-             f"{figures['compact_written_mb']:.1f} MB ({figures['compact_written_ratio']:.2f}x "
-             f"their log bytes), {got['cold_entries']:,.0f} entries cold at the end"]
-    return Measurement(got["xadd_per_s"], count=env.n, figures=figures, notes=notes)
+    return Measurement(got["xadd_per_s"], count=env.n, figures=figures)
 
 
 def bench_list_mode(env: BenchEnv, mode: str) -> Measurement:
@@ -213,11 +193,8 @@ def bench_list_mode(env: BenchEnv, mode: str) -> Measurement:
                     mode)
     count = int(got["elements"])
     figures = {"restart_s": got["restart_s"], "open_rss_mb": got["open_rss"] / MB,
-               "cold_elements": got["cold_elements"]}
-    notes = [f"backlog.{mode}: {count:,} elements, restart {got['restart_s']:.3f} s, RSS then "
-             f"{figures['open_rss_mb']:.0f} MB, {got['cold_elements']:,.0f} elements cold, "
-             f"a scan by LRANGE pages {got['scan_s']:.3f} s"]
-    return Measurement(count / got["scan_s"], count=count, figures=figures, notes=notes)
+               "cold_elements": got["cold_elements"], "scan_s": got["scan_s"]}
+    return Measurement(count / got["scan_s"], count=count, figures=figures)
 
 
 def bench_compact_small(env: BenchEnv) -> Measurement:
@@ -268,12 +245,7 @@ def bench_trimmed(env: BenchEnv) -> Measurement:
         os.unlink(single)
     figures = {"space_ratio": on_disk / live, "on_disk_mb": on_disk / MB, "live_mb": live / MB,
                "parts": parts, "written_per_round_mb": written / TRIMMED_ROUNDS / MB}
-    notes = [f"backlog.trimmed: {TRIMMED_ROUNDS} compactions of a {n:,}-entry stream trimmed "
-             f"as it grows: {on_disk / MB:.1f} MB on disk in {parts} part files for "
-             f"{live / MB:.1f} MB as one file ({on_disk / live:.2f}x); "
-             f"{written / TRIMMED_ROUNDS / MB:.2f} MB written per compaction"]
-    return Measurement(TRIMMED_ROUNDS / seconds, count=TRIMMED_ROUNDS, figures=figures,
-                       notes=notes)
+    return Measurement(TRIMMED_ROUNDS / seconds, count=TRIMMED_ROUNDS, figures=figures)
 
 
 if __name__ == "__main__":  # the child

@@ -1,8 +1,9 @@
 """The sections comparing this checkout with others (``--base``/``--before DIR``): ``nodes``,
-``consume``, ``crashbench``. Every row runs in child processes under each checkout's
-interpreter (DIR/.venv/bin/python), its packages compiled first; given the other checkout, RUNS
-times each, in turns (:func:`.workload.alternate`): this checkout's best rate and the ratio
-(this / other) of every run, ``ratio_min`` the worst. Must not touch: other checkouts' files.
+``consume``, ``crashbench``. Every row (:func:`row`) is a :data:`Side`, run in child processes
+under an interpreter (DIR/.venv/bin/python), its packages compiled first: this checkout's, and
+the other checkout's as its reference, which the runner runs in turns with it every repeat
+(:func:`.runner.compared`: the ratio this / other of every repeat, ``ratio_min`` the worst).
+Must not touch: other checkouts' files.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ from streamkeep.tools import temporaries
 from streamkeep.tools.bench import interop
 from streamkeep.tools.bench.backlog import ENTRIES as BACKLOG_ENTRIES
 from streamkeep.tools.bench.backlog import catchup_entries
+from streamkeep.tools.bench.declarations import Benchmark, Reference
 from streamkeep.tools.bench.processes import StreamkeepServer, running
 from streamkeep.tools.bench.workload import (
     BATCH,
     Measurement,
     Size,
     Skip,
-    alternate,
     child_json,
     pipelined,
     run_child,
@@ -39,7 +40,6 @@ from streamkeep.tools.servers import cpu_seconds
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
 
-RUNS = 3  # alternating runs of each checkout per row
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nodes_child.py")
 RANGE_PER_N = 2.5  # entries of the range rows' stream (nodes_child._ranges): 500k at N 200k
 SNAPSHOT_ENTRIES = Size(5, per_n=True, least=1_000)  # snapshot load, cold reads, footprint: 1M
@@ -48,35 +48,12 @@ POLICY = "always"
 PACKAGES = ("streamkeep.engine", "streamkeep.aof", "streamkeep.snapshot",
             "streamkeep.replication", "streamkeep.tools")
 
-Run = Callable[[str], dict[str, Any]]  # python -> {"ops", "seconds", ...}
+Side = Callable[["BenchEnv", str], Measurement]  # a row's run under an interpreter
 
 
 def python_of(checkout: str) -> str:
     """A checkout's interpreter, DIR/.venv/bin/python."""
     return os.path.join(os.path.abspath(checkout), ".venv", "bin", "python")
-
-
-def describe_nodes(env: BenchEnv) -> list[str]:
-    others = ", ".join(f"{label} {path}" for label, path in env.others.items()) or "none given"
-    return [f"nodes: each row in child processes, this checkout ({os.path.dirname(CHILD)}) "
-            f"and the other alternately, {RUNS} runs each, ratio this/other per run; other "
-            f"checkouts: {others}; range rows over {int(env.n * RANGE_PER_N):,} entries, "
-            f"snapshot rows {SNAPSHOT_ENTRIES(env):,}, import {interop.IMPORT_ENTRIES(env):,}"]
-
-
-def describe_consume(env: BenchEnv) -> list[str]:
-    other = env.others.get("before", "none given (no ratios)")
-    return [f"consume: each row in child processes, this checkout and --before ({other}) "
-            f"alternately, {RUNS} runs each, ratio this/before per run; catch-up of "
-            f"{catchup_entries(env):,} entries over a {BACKLOG_ENTRIES(env):,}-entry backlog "
-            f"(backlog-memory 128mb)"]
-
-
-def describe_crashbench(env: BenchEnv) -> list[str]:
-    other = env.others.get("before", "none given (no ratio)")
-    return [f"crashbench: `streamkeep crashbench --policy {POLICY} --ops {CRASH_OPS(env):,}` "
-            f"(exhaustive, every fault model, 2 workers) in a child process, this checkout and "
-            f"--before ({other}) alternately; points judged per second from its JSON report"]
 
 
 def bytecode(env: BenchEnv) -> set[str]:
@@ -105,42 +82,23 @@ def child(python: str, workload: str, n: int, path: str = "-", seed: int = 1,
     return child_json([python, "-I", CHILD, workload, str(n), path, str(seed)])
 
 
-def _rate(result: dict[str, Any]) -> float:
-    return float(result["ops"]) / max(float(result["seconds"]), 1e-9)
+def _rate(result: dict[str, Any], **figures: float) -> Measurement:
+    """A child's {"ops", "seconds"} as a Measurement."""
+    return Measurement(float(result["ops"]) / max(float(result["seconds"]), 1e-9),
+                       count=int(result["ops"]), figures=figures)
 
 
-def _cpu_per_op(result: dict[str, Any]) -> float:
-    return float(result["server_cpu"]) / max(float(result["ops"]), 1.0)
+def row(key: str, workload: str, side: Side, other: str, *costs: tuple[str, str]) -> Benchmark:
+    """The row ``side`` under this checkout's interpreter, its reference the same under the
+    ``--<other>`` checkout's (none without it), ``costs`` compared too."""
+    def reference(env: BenchEnv) -> Callable[[BenchEnv], Measurement] | str:
+        if other not in env.others:
+            return f"no --{other} checkout given"
+        python = python_of(env.others[other])
+        return lambda env: side(env, python)
 
-
-def versus(env: BenchEnv, key: str, other: str, run: Run,
-           kept: list[dict[str, Any]] | None = None) -> Measurement:
-    """``run`` under this interpreter and the ``other`` checkout's alternately, RUNS times
-    (each round's {"this": ..., "other": ...} results added to ``kept``); this one's best
-    rate, the ratios' range in figures and a note."""
-    if other not in env.others:
-        result = run(sys.executable)
-        (kept if kept is not None else []).append({"this": result})
-        return Measurement(_rate(result), count=int(result["ops"]),
-                           notes=[f"{key}: no --{other} checkout given, no ratio"])
-    theirs = python_of(env.others[other])
-    rounds = alternate(RUNS, {"this": lambda _r: run(sys.executable),
-                              "other": lambda _r: run(theirs)})
-    (kept if kept is not None else []).extend(rounds)
-    mine, their = [_rate(r["this"]) for r in rounds], [_rate(r["other"]) for r in rounds]
-    ratios = [a / max(b, 1e-9) for a, b in zip(mine, their, strict=True)]
-    figures = {"ratio_min": min(ratios), "ratio_max": max(ratios), "other_rate": max(their)}
-    notes = [f"{key}: this / {other} per run {', '.join(f'{r:.2f}x' for r in ratios)} (range "
-             f"{min(ratios):.2f}-{max(ratios):.2f}x); best {max(mine):,.0f}/s vs "
-             f"{max(their):,.0f}/s"]
-    cpu = [_cpu_per_op(r["other"]) / max(_cpu_per_op(r["this"]), 1e-12) for r in rounds
-           if "server_cpu" in r["this"] and "server_cpu" in r["other"]]
-    if cpu:
-        figures |= {"cpu_ratio_min": min(cpu), "cpu_ratio_max": max(cpu)}
-        notes.append(f"{key}: server CPU per op, {other} / this per run "
-                     f"{', '.join(f'{r:.2f}x' for r in cpu)} (range {min(cpu):.2f}-"
-                     f"{max(cpu):.2f}x)")
-    return Measurement(max(mine), figures=figures, notes=notes)
+    return Benchmark(key, workload, lambda env: side(env, sys.executable),
+                     reference=Reference(other, reference, costs))
 
 
 class Built(dict[str, str]):
@@ -166,10 +124,9 @@ def built(env: BenchEnv, name: str, entries: int, workload: str) -> Callable[[st
     return env.shared(name, lambda: Built(entries, workload)).path  # type: ignore[no-any-return]
 
 
-def embedded(env: BenchEnv, workload: str) -> Measurement:
-    """An embedded workload of nodes_child.py, this checkout vs --base."""
-    return versus(env, f"nodes.{workload}", "base",
-                  lambda python: child(python, workload, env.n, cache=bytecode(env)))
+def embedded(workload: str) -> Side:
+    """An embedded workload of nodes_child.py."""
+    return lambda env, python: _rate(child(python, workload, env.n, cache=bytecode(env)))
 
 
 @contextlib.contextmanager
@@ -209,10 +166,10 @@ def _served_loop(client: Any, what: str, starts: list[int]) -> int:
     return got
 
 
-def served(env: BenchEnv, what: str) -> Measurement:
+def served(what: str) -> Side:
     """XRANGE, XREVRANGE or consume through ``<python> -m streamkeep serve`` (appendfsync
-    no), this checkout vs --base: the server's CPU per op over the timed loop alone."""
-    def run(python: str) -> dict[str, Any]:
+    no): figure ``cpu``, the server's CPU per op over the timed loop alone."""
+    def run(env: BenchEnv, python: str) -> Measurement:
         with running(StreamkeepServer(appendfsync="no", python=python)) as server:
             client, n = server.client, env.n
             size = n if what == "consume" else int(n * RANGE_PER_N)
@@ -224,46 +181,38 @@ def served(env: BenchEnv, what: str) -> Measurement:
                 cpu, began = cpu_seconds(server.pid), time.perf_counter()
                 ops = _served_loop(client, what, starts)
                 seconds, after = time.perf_counter() - began, cpu_seconds(server.pid)
-        result: dict[str, Any] = {"ops": ops, "seconds": seconds}
-        if cpu is not None and after is not None:
-            result["server_cpu"] = after - cpu
-        return result
+        cost = {} if cpu is None or after is None else {"cpu": (after - cpu) / max(ops, 1)}
+        return _rate({"ops": ops, "seconds": seconds}, **cost)
 
-    return versus(env, f"nodes.serve_{what}", "base", run)
+    return run
 
 
-def snapshot_load(env: BenchEnv) -> Measurement:
+def snapshot_load(env: BenchEnv, python: str) -> Measurement:
     path = built(env, "nodes snapshots", SNAPSHOT_ENTRIES(env), "build")
-    return versus(env, "nodes.snapshot_load", "before", lambda python: child(
-        python, "load", SNAPSHOT_ENTRIES(env), path(python), cache=bytecode(env)))
+    return _rate(child(python, "load", SNAPSHOT_ENTRIES(env), path(python), cache=bytecode(env)))
 
 
-def cold_read(env: BenchEnv) -> Measurement:
+def cold_read(env: BenchEnv, python: str) -> Measurement:
     path = built(env, "nodes snapshots", SNAPSHOT_ENTRIES(env), "build")
-    m = versus(env, "nodes.cold_read", "before", lambda python: child(
-        python, "cold_read", env.n, path(python), cache=bytecode(env)))
+    m = _rate(child(python, "cold_read", env.n, path(python), cache=bytecode(env)))
     m.figures["us_per_read"] = 1e6 / m.rate
     return m
 
 
-def import_rdb(env: BenchEnv) -> Measurement:
+def import_rdb(env: BenchEnv, python: str) -> Measurement:
     """``<python> -m streamkeep import`` of the dump.rdb, timed as a whole process."""
     if shutil.which("redis-server") is None:
         raise Skip("redis-server not found on PATH")
     rdb, entries = interop.dump_rdb(env)
-
-    def run(python: str) -> dict[str, Any]:
-        out = os.path.join(os.path.dirname(rdb), "out")
+    out = os.path.join(os.path.dirname(rdb), "out")
+    shutil.rmtree(out, ignore_errors=True)
+    ready(python, bytecode(env))
+    try:
+        _done, seconds = run_child([python, "-m", "streamkeep", "import", rdb, "--out", out,
+                                    "--json"], cwd=os.path.dirname(rdb))
+    finally:
         shutil.rmtree(out, ignore_errors=True)
-        ready(python, bytecode(env))
-        try:
-            _done, seconds = run_child([python, "-m", "streamkeep", "import", rdb, "--out", out,
-                                        "--json"], cwd=os.path.dirname(rdb))
-        finally:
-            shutil.rmtree(out, ignore_errors=True)
-        return {"ops": entries, "seconds": seconds}
-
-    return versus(env, "nodes.import_rdb", "before", run)
+    return _rate({"ops": entries, "seconds": seconds})
 
 
 def footprint(env: BenchEnv) -> Measurement:
@@ -280,34 +229,21 @@ def footprint(env: BenchEnv) -> Measurement:
                "replay_mb": replay["rss_bytes"] / mb,
                "load_over_live": load["rss_bytes"] / max(live["rss_bytes"], 1),
                "replay_over_live": replay["rss_bytes"] / max(live["rss_bytes"], 1)}
-    note = (f"nodes.footprint: {n:,} sensor entries, RSS growth live {figures['live_mb']:.1f} "
-            f"MB, after a snapshot load {figures['load_mb']:.1f} MB, after an AOF replay "
-            f"{figures['replay_mb']:.1f} MB")
-    return Measurement(_rate(live), count=n, figures=figures, notes=[note])
+    return Measurement(_rate(live).rate, count=n, figures=figures)
 
 
-def consume_embedded(env: BenchEnv) -> Measurement:
-    return versus(env, "consume.embedded", "before",
-                  lambda python: child(python, "consume", env.n, cache=bytecode(env)))
+def consume_queue_batch(env: BenchEnv, python: str) -> Measurement:
+    with env.data_dir("consume-queue") as path:
+        return _rate(child(python, "queue_batch", env.n, path, cache=bytecode(env)))
 
 
-def consume_queue_batch(env: BenchEnv) -> Measurement:
-    def run(python: str) -> dict[str, Any]:
-        with env.data_dir("consume-queue") as path:
-            return child(python, "queue_batch", env.n, path, cache=bytecode(env))
-    return versus(env, "consume.queue_batch", "before", run)
-
-
-def consume_catchup(env: BenchEnv) -> Measurement:
+def consume_catchup(env: BenchEnv, python: str) -> Measurement:
     """The backlog section's data set (each checkout's own build, once per run), copied
     afresh for each run and caught up on with backlog-memory 128mb."""
     path = built(env, "consume backlogs", BACKLOG_ENTRIES(env), "build_backlog")
-
-    def run(python: str) -> dict[str, Any]:
-        with env.data_dir("consume-catchup") as copy:
-            shutil.copytree(path(python), copy)
-            return child(python, "catchup", catchup_entries(env), copy, cache=bytecode(env))
-    return versus(env, "consume.catchup", "before", run)
+    with env.data_dir("consume-catchup") as copy:
+        shutil.copytree(path(python), copy)
+        return _rate(child(python, "catchup", catchup_entries(env), copy, cache=bytecode(env)))
 
 
 def _children_cpu() -> float:
@@ -316,10 +252,12 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def crash_run(env: BenchEnv, python: str) -> dict[str, Any]:
+def crash_run(env: BenchEnv, python: str) -> Measurement:
     """One ``crashbench --policy always --ops OPS --json FILE`` under ``python`` (a run that
-    reports a violation still gives its rate): {"ops": points judged, "seconds": the report's,
-    "wall_s": start to exit, "cpu_s": its and its workers' CPU, "violations"}."""
+    reports a violation still gives its rate): points judged per second of the report's time;
+    figures ``seconds`` (the report's), ``wall_s`` (start to exit), ``cpu_s`` (its and its
+    workers' CPU) and ``cpu_ms_per_point`` (the checkouts may count different points for one
+    run; on a busy machine its CPU says more than its wall time)."""
     with env.data_dir("crashbench") as path:
         os.makedirs(path)
         report = os.path.join(path, "report.json")
@@ -330,32 +268,10 @@ def crash_run(env: BenchEnv, python: str) -> dict[str, Any]:
         cpu = _children_cpu() - cpu
         with open(report) as f:
             rows = json.load(f)["rows"]
-    return {"ops": sum(r["covered"] for r in rows), "seconds": sum(r["seconds"] for r in rows),
-            "wall_s": wall, "cpu_s": cpu,
-            "violations": sum(sum(r["violations"].values()) for r in rows)}
-
-
-def crash_exhaustive(env: BenchEnv) -> Measurement:
-    """This checkout's best points/s; figures: CPU ms per point, the wall time, and given
-    --before each pair's time and CPU, before / this (the checkouts may count different points
-    for one run; on a busy machine its CPU says more than its wall time)."""
-    rounds: list[dict[str, Any]] = []
-    measured = versus(env, "crashbench.exhaustive", "before",
-                      lambda python: crash_run(env, python), rounds)
-    mine, theirs = [r["this"] for r in rounds], [r["other"] for r in rounds if "other" in r]
-    best = max(mine, key=lambda r: r["ops"] / r["seconds"])
-    measured.count = best["ops"]
-    measured.figures["wall_s"] = best["wall_s"]
-    measured.figures["cpu_ms_per_point"] = min(1000 * r["cpu_s"] / max(r["ops"], 1)
-                                               for r in mine)
-    for name, what in (("seconds", "time"), ("cpu_s", "CPU")) if theirs else ():
-        ratios = [t[name] / max(m[name], 1e-9) for m, t in zip(mine, theirs, strict=True)]
-        measured.figures[f"{name}_ratio_min"] = min(ratios)
-        measured.notes.append(
-            f"crashbench.exhaustive: the run's {what}, before / this per run "
-            f"{', '.join(f'{r:.2f}x' for r in ratios)}; best "
-            f"{min(m[name] for m in mine):.1f} s vs {min(t[name] for t in theirs):.1f} s")
-    if any(r["violations"] for r in mine + theirs):
-        measured.notes.append("crashbench: a run reported violations (its rate still counts; "
-                              "`streamkeep crashbench` shows them)")
-    return measured
+    ops, seconds = sum(r["covered"] for r in rows), sum(r["seconds"] for r in rows)
+    m = _rate({"ops": ops, "seconds": seconds}, seconds=seconds, wall_s=wall, cpu_s=cpu,
+              cpu_ms_per_point=1000 * cpu / max(ops, 1))
+    if any(sum(r["violations"].values()) for r in rows):
+        m.notes.append("crashbench: a run reported violations (its rate still counts; "
+                       "`streamkeep crashbench` shows them)")
+    return m

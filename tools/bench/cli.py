@@ -106,7 +106,7 @@ def _parse(args: argparse.Namespace | Sequence[str] | None) -> argparse.Namespac
 
 def _describe(env: BenchEnv, sections: Sequence[registry.Section]) -> list[str]:
     """The resource lines under the header: each section's own, then the shared ones."""
-    lines = [line for s in sections if s.describe is not None for line in s.describe(env)]
+    lines = [line for s in sections for line in s.describe(env)]
     return lines + env.describe()
 
 

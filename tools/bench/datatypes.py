@@ -1,8 +1,8 @@
 """The ``strings``, ``types`` and ``lists`` sections' workloads, on the run's two servers under
 the same redis-benchmark load (each in a database of its own): SET, GET, EVALSHA of redis-py's
-lock release; a command of each type (:class:`TypeCommand`: its data prepared before each run
-and checked after); arq and RQ no-op tasks (:func:`framework`, framework_child.py under the
-framework's own venv). Must not touch: engine internals, keys outside its databases.
+lock release; a command of each type (:class:`TypeCommand`: the commands preparing its data,
+declared as data, and its check after); arq and RQ no-op tasks (:func:`framework`,
+framework_child.py under the framework's own venv). Must not touch: engine internals, keys outside its databases.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from redis.lock import Lock
 
 from streamkeep.tools import frameworks
 from streamkeep.tools.bench.server import SERVER_CLIENTS, redis_benchmark, server_requests
-from streamkeep.tools.bench.workload import Measurement, Size, Skip, child_json
+from streamkeep.tools.bench.workload import Measurement, Size, Skip, child_json, pipelined
 from streamkeep.tools.servers import HOST
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ RQ_JOBS = Size(0.05, per_n=True, least=100, most=500)
 def set_get(env: BenchEnv, server: Any, test: str, pipeline: int) -> Measurement:
     """``redis-benchmark -t <test> -r KEYSPACE`` against ``server`` at ``-P pipeline``."""
     return redis_benchmark(env, server, pipeline, ("--dbnum", str(STRINGS_DB), "-t", test, "-r",
-                                                   str(KEYSPACE)), test.upper())
+                                                   str(KEYSPACE)))
 
 
 def load_release_script(server: Any) -> str:
@@ -75,15 +75,7 @@ def evalsha(env: BenchEnv, server: Any, pipeline: int) -> Measurement:
     sha = load_release_script(server)
     return redis_benchmark(env, server, pipeline, ("--dbnum", str(STRINGS_DB), "-r",
                                                    str(KEYSPACE), "EVALSHA", sha,
-                                                   *EVALSHA_ARGS), "EVALSHA")
-
-
-def describe_strings(env: BenchEnv) -> list[str]:
-    return [f"strings: redis-benchmark -c 50 -t set|get -r {KEYSPACE:,} (-P 1 / -P 16), then "
-            f"EVALSHA <sha of redis-py's Lock release script> {' '.join(EVALSHA_ARGS)} -r "
-            f"{KEYSPACE:,} (-P 1 / -P 16), database {STRINGS_DB}, the same against streamkeep "
-            f"serve and redis-server (AOF everysec both); requests/s as redis-benchmark "
-            f"reports them"]
+                                                   *EVALSHA_ARGS))
 
 
 def member(i: int) -> str:
@@ -91,27 +83,13 @@ def member(i: int) -> str:
     return f"element:{i:012d}"
 
 
-def _filled(client: Any, key: str, size: int, add: Callable[[Any, range], object],
-            step: int = 1) -> None:
-    """``key`` made again, ``add(pipe, members)`` a CHUNK of members at a time."""
-    client.delete(key)
-    pipe = client.pipeline(transaction=False)
-    for start in range(0, size, CHUNK * step):
-        add(pipe, range(start, min(size, start + CHUNK * step), step))
-    pipe.execute()
-
-
-def _hash(client: Any, key: str) -> None:
-    client.delete(key)
-    client.hset(key, mapping={f"field{i}": f"value{i}" for i in range(HASH_FIELDS)})
-
-
-def _library(client: Any, key: str) -> None:
-    _hash(client, key)
-    try:
-        client.function_load(LIBRARY_CODE, replace=True)
-    except redis.ResponseError as err:
-        raise Skip(f"FCALL unsupported: FUNCTION LOAD answered {err}") from None
+def _members(key: str, verb: str, size: int, args: Callable[[int], tuple[Any, ...]],
+             step: int = 1) -> list[tuple[Any, ...]]:
+    """``key`` made again: DEL, then ``verb key`` with ``args(i)`` of CHUNK members a command,
+    every ``step``-th of ``range(size)``."""
+    return [("DEL", key), *((verb, key, *(a for i in range(lo, min(size, lo + CHUNK * step), step)
+                                          for a in args(i)))
+                            for lo in range(0, size, CHUNK * step))]
 
 
 def _pop_margin(requests: int) -> int:
@@ -119,32 +97,18 @@ def _pop_margin(requests: int) -> int:
     return requests + 2 * SERVER_CLIENTS * PIPELINE
 
 
-def _not_empty(size: str, what: str) -> Callable[[Any, str], None]:
-    def check(client: Any, key: str) -> None:
-        if int(client.execute_command(size, key)) == 0:
-            raise AssertionError(f"{key} {what}")
-    return check
-
-
-def _zset(c: Any, k: str, size: int) -> None:
-    _filled(c, k, size, lambda pipe, ms: pipe.zadd(k, {member(i): i for i in ms}))
-
-
-def _list(c: Any, k: str, size: int) -> None:
-    _filled(c, k, size, lambda pipe, ms: pipe.rpush(k, *([ELEMENT] * len(ms))))
-
-
 @dataclass(frozen=True)
 class TypeCommand:
-    """One row's command: its redis-benchmark arguments (KEY stands for the key), the data it
-    needs (made before each run: ``prepare(client, key, requests)``), a check after."""
+    """One row's command: its redis-benchmark arguments (KEY stands for the key), the commands
+    making the data it needs (``setup(key, requests)``, run before each run), and ``check``: a
+    command giving the key's size, which must not be 0 after the run."""
 
     name: str  # the row key's last part
     label: str  # the row's workload, before the servers'
     args: tuple[str, ...]
     key: str
-    prepare: Callable[[Any, str, int], None]
-    check: Callable[[Any, str], None] | None = None
+    setup: Callable[[str, int], list[tuple[Any, ...]]] = lambda key, _n: [("DEL", key)]
+    check: str | None = None
 
     @property
     def verb(self) -> str:
@@ -154,46 +118,52 @@ class TypeCommand:
         return tuple(self.key if a == "KEY" else a for a in self.args)
 
 
-def _delete(c: Any, k: str, _n: int) -> None:
-    c.delete(k)
+def _zset(size: Callable[[int], int]) -> Callable[[str, int], list[tuple[Any, ...]]]:
+    return lambda k, n: _members(k, "ZADD", size(n), lambda i: (i, member(i)))
+
+
+def _list(size: Callable[[int], int]) -> Callable[[str, int], list[tuple[Any, ...]]]:
+    return lambda k, n: _members(k, "RPUSH", size(n), lambda _i: (ELEMENT,))
+
+
+def _hash(k: str, _n: int) -> list[tuple[Any, ...]]:
+    return [("DEL", k), ("HSET", k, *(a for i in range(HASH_FIELDS)
+                                      for a in (f"field{i}", f"value{i}")))]
 
 
 COMMANDS: tuple[TypeCommand, ...] = (
     TypeCommand("zadd", "ZADD of a random member and score", ("ZADD", "KEY", "__rand_int__",
                                                               "element:__rand_int__"),
-                "types:zadd", _delete),
+                "types:zadd"),
     TypeCommand("zrangebyscore", f"ZRANGEBYSCORE -inf +inf LIMIT 0 10 ({PREPARED:,} members)",
                 ("ZRANGEBYSCORE", "KEY", "-inf", "+inf", "LIMIT", "0", "10"), "types:zset",
-                lambda c, k, _n: _zset(c, k, PREPARED)),
+                _zset(lambda _n: PREPARED)),
     TypeCommand("zpopmin", "ZPOPMIN (a set bigger than the pops)", ("ZPOPMIN", "KEY"),
-                "types:zpop", lambda c, k, n: _zset(c, k, _pop_margin(n)),
-                check=_not_empty("ZCARD", "ran out: the last ZPOPMINs popped nothing")),
+                "types:zpop", _zset(_pop_margin), check="ZCARD"),
     TypeCommand("hset", "HSET of a random field", ("HSET", "KEY", "element:__rand_int__", "xxx"),
-                "types:hset", _delete),
+                "types:hset"),
     TypeCommand("hgetall", f"HGETALL ({HASH_FIELDS} fields)", ("HGETALL", "KEY"), "types:hash",
-                lambda c, k, _n: _hash(c, k)),
+                _hash),
     TypeCommand("sadd", "SADD of a random member", ("SADD", "KEY", "element:__rand_int__"),
-                "types:sadd", _delete),
+                "types:sadd"),
     # The even half of the keyspace: SISMEMBER finds half of its members.
     TypeCommand("sismember", f"SISMEMBER (half of {KEYSPACE:,} random members in)",
                 ("SISMEMBER", "KEY", "element:__rand_int__"), "types:set",
-                lambda c, k, _n: _filled(c, k, KEYSPACE, lambda pipe, ms: pipe.sadd(
-                    k, *map(member, ms)), step=2)),
+                lambda k, _n: _members(k, "SADD", KEYSPACE, lambda i: (member(i),), step=2)),
     TypeCommand("fcall", "FCALL of a one-redis.call function (HGET)",
                 ("FCALL", FUNCTION, "1", "KEY", "field3"), "types:fcall",
-                lambda c, k, _n: _library(c, k)),
+                lambda k, n: [*_hash(k, n), ("FUNCTION", "LOAD", "REPLACE", LIBRARY_CODE)]),
 )
 
 LISTS: dict[str, TypeCommand] = {c.name: c for c in (
     TypeCommand("lpush", f"LPUSH of {ELEMENT}", ("LPUSH", "KEY", ELEMENT), "lists:lpush",
-                _delete, check=_not_empty("LLEN", "is empty after the LPUSHes")),
+                check="LLEN"),
     TypeCommand("rpop", "RPOP (a list longer than the pops)", ("RPOP", "KEY"), "lists:rpop",
-                lambda c, k, n: _list(c, k, _pop_margin(n)),
-                check=_not_empty("LLEN", "ran out: the last RPOPs popped nothing")),
+                _list(_pop_margin), check="LLEN"),
     # redis-benchmark's LRANGE tests read a list it LPUSHes -n elements of its payload into.
     TypeCommand("lrange_100", f"LRANGE 0 99 (a list of -n elements, at least {LRANGE_MIN})",
                 ("LRANGE", "KEY", "0", "99"), "lists:lrange",
-                lambda c, k, n: _list(c, k, max(LRANGE_MIN, n))),
+                _list(lambda n: max(LRANGE_MIN, n))),
 )}
 # The lists rows' (command, -P), in row order.
 LIST_ROWS: tuple[tuple[TypeCommand, int], ...] = (
@@ -217,13 +187,13 @@ def command(env: BenchEnv, server: Any, cmd: TypeCommand, pipeline: int = PIPELI
     ``server``, its data prepared first and checked after, deleted at the end."""
     with db_client(server, DB) as client:
         try:
-            cmd.prepare(client, cmd.key, server_requests(env.n, pipeline))
+            pipelined(client, cmd.setup(cmd.key, server_requests(env.n, pipeline)))
         except redis.ResponseError as err:
             raise Skip(f"{cmd.verb} unsupported: preparing its data answered {err}") from None
         m = redis_benchmark(env, server, pipeline, ("--dbnum", str(DB), "-r", str(KEYSPACE),
-                                                    *cmd.argv()), cmd.verb)
-        if cmd.check is not None:
-            cmd.check(client, cmd.key)
+                                                    *cmd.argv()))
+        if cmd.check is not None and int(client.execute_command(cmd.check, cmd.key)) == 0:
+            raise AssertionError(f"{cmd.key} is empty after the {cmd.verb}s: they ran out")
         client.delete(cmd.key)
     return m
 
@@ -282,32 +252,5 @@ def framework(env: BenchEnv, server: Any, name: str) -> Measurement:
     if result["complete"] != tasks or result["failed"]:
         raise AssertionError(f"{name} against {server.name}: {result['complete']} of {tasks} "
                              f"tasks complete, {result['failed']} failed")
-    rate, enqueue = tasks / result["seconds"], tasks / result["enqueue_seconds"]
-    what = (f"{name}, {server.name}: {tasks:,} no-op tasks" if name == "arq" else
-            f"{name}, {server.name} (appendfsync {server.appendfsync}): {tasks:,} no-op jobs")
-    return Measurement(rate, count=tasks, figures={"enqueue_per_s": enqueue},
-                       notes=[f"{what} enqueued at {enqueue:,.0f}/s (one at a time), drained by "
-                              f"one {'worker' if name == 'arq' else RQ_WORKER} at {rate:,.0f}/s"])
-
-
-def describe_types(env: BenchEnv) -> list[str]:
-    return [f"types: redis-benchmark -c {SERVER_CLIENTS} -P {PIPELINE} -n "
-            f"{server_requests(env.n, PIPELINE):,} -r {KEYSPACE:,} --dbnum {DB}: "
-            + "; ".join(" ".join(c.argv()) for c in COMMANDS)
-            + f" (the read and pop keys prepared before each run; FUNCTION LOAD of library "
-            f"{LIBRARY} first), the same against streamkeep serve and redis-server (AOF "
-            f"everysec both); requests/s as redis-benchmark reports them; arq: "
-            f"{ARQ_TASKS(env):,} no-op tasks per run"]
-
-
-def describe_lists(env: BenchEnv) -> list[str]:
-    requests = ", ".join(f"{server_requests(env.n, p):,} (-P {p})" for p in (16, 1))
-    return [f"lists: redis-benchmark -c {SERVER_CLIENTS} -n {requests} -r {KEYSPACE:,} "
-            f"--dbnum {DB}: " + "; ".join(" ".join(c.argv()) for c in LISTS.values())
-            + " (RPOP's list prepared with more elements than the pops and checked not empty "
-            f"after, LRANGE's with -n (at least {LRANGE_MIN}) elements, as redis-benchmark's own "
-            "LRANGE tests prepare it; each before every run), the same against streamkeep serve "
-            "and redis-server (AOF everysec both); requests/s as redis-benchmark reports them; "
-            f"rq: {RQ_JOBS(env):,} no-op jobs per run against another streamkeep serve and "
-            "redis-server, appendfsync always both"]
-
+    return Measurement(tasks / result["seconds"], count=tasks,
+                       figures={"enqueue_per_s": tasks / result["enqueue_seconds"]})

@@ -1,5 +1,6 @@
 """What the registry is made of: a row (:class:`Benchmark`), a figure derived from rows
-(:class:`Figure`: two rows' ratio, which the runner interleaves, or a figure a row reported), a
+(:class:`Figure`: two rows' ratio, which the runner interleaves, or a figure a row reported), what
+a row is compared with inside it (:class:`Reference`: another checkout's run of it), a
 section (:class:`Section`; a key without a dot is its own), a ratio between sections
 (:class:`Ratio`), and the short forms the sections use. Must not touch: rows, running.
 """
@@ -20,12 +21,24 @@ Run = Callable[["BenchEnv"], "float | Measurement"]
 
 
 @dataclass(frozen=True)
+class Reference:
+    """What a row is compared with, each repeat in turns with the row's own run (the runner's
+    :func:`.runner.compared`): ``run(env)``, or the reason there is none this run; ``name``
+    in the notes; ``costs``: (figure, what the note calls it) both sides report, lower better."""
+
+    name: str
+    run: Callable[[BenchEnv], Run | str]
+    costs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Benchmark:
     key: str  # stable id, "section.name"; ratios and figures refer to it
     workload: str  # the row label
     run: Run  # ops per second (messages, fsyncs, records), or a Measurement
     target: float | None = None  # the row's minimum rate, printed with PASS/FAIL
     rank: Callable[[Measurement], float] | None = None  # which repeat is best (highest); rate
+    reference: Reference | None = None  # run in turns with it, the ratios in its figures
 
 
 @dataclass(frozen=True)
@@ -71,8 +84,10 @@ class Section:
     name: str  # the rows' first column
     benchmarks: tuple[Benchmark, ...]
     option: str = ""  # another name ``--sections`` accepts for it
-    describe: Callable[[BenchEnv], list[str]] | None = None  # its header lines, after the run
     figures: tuple[Figure, ...] = ()  # derived from its rows, in print order
+    # The sizes its rows run at, (what, a value, or a Size or any callable of the run's env),
+    # for its header line (:meth:`describe`); what the rows do is their labels' and the manual's.
+    sizes: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self) -> None:
         name = self.name
@@ -82,6 +97,14 @@ class Section:
             dataclasses.replace(f, section=name, numerator=_qualified(name, f.numerator),
                                 denominator=f.denominator and _qualified(name, f.denominator))
             for f in self.figures))
+
+    def describe(self, env: BenchEnv) -> list[str]:
+        """Its header line, generated from its :attr:`sizes` (none without)."""
+        values = [(what, size(env) if callable(size) else size) for what, size in self.sizes]
+        return [f"{self.name}: " + "; ".join(
+            f"{what}: {value:,}" if isinstance(value, int) else f"{what}: {value:g}"
+            if isinstance(value, float) else f"{what}: {value}" for what, value in values)
+        ] if values else []
 
     @property
     def names(self) -> tuple[str, ...]:

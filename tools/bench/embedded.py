@@ -14,15 +14,18 @@ from streamkeep.tools.bench.workload import (
     CONSUMER,
     GROUP,
     KEY,
+    Loop,
     Measurement,
     chunks,
     clocked,
     consume,
     fill,
     read_entries,
+    run_loop,
     take_turns,
     timed,
     warmup_size,
+    xadds,
 )
 
 if TYPE_CHECKING:
@@ -41,9 +44,9 @@ def _execute() -> Any:
 
 
 def xadd(env: BenchEnv) -> float:
-    """XADD bench * f v, N times through ``Engine.execute``; adds per second."""
-    execute = _execute()
-    return env.n / timed(lambda key, n: fill(execute, key, n), env.n)
+    """XADD bench * f v, N times through ``Engine.execute`` (a warm-up first, on another key);
+    adds per second."""
+    return run_loop(_execute(), Loop(xadds(KEY, env.n), xadds("warmup", warmup_size(env.n))))
 
 
 def redis_xadd_in_process(env: BenchEnv) -> float:
@@ -77,41 +80,30 @@ def consume_rate(env: BenchEnv) -> float:
     return env.n / seconds
 
 
+# A new member (field) of a sorted set, a hash, a set: (key, i) -> argv.
+TYPE_WRITES: dict[str, Callable[[str, int], tuple[Any, ...]]] = {
+    "ZADD": lambda key, i: ("ZADD", key, i, b"member:%d" % i),
+    "HSET": lambda key, i: ("HSET", key, b"field:%d" % i, b"value"),
+    "SADD": lambda key, i: ("SADD", key, b"member:%d" % i),
+}
+
+
 def type_write(env: BenchEnv, command: str) -> float:
     """ZADD, HSET or SADD of a new member/field each time into one key (a value growing to N
     members: its big encoding is what is measured); writes per second."""
-    execute, key = _execute(), "types:" + command.lower()
-    argv: Callable[[int], tuple[Any, ...]] = {
-        "ZADD": lambda i: ("ZADD", key, i, b"member:%d" % i),
-        "HSET": lambda i: ("HSET", key, b"field:%d" % i, b"value"),
-        "SADD": lambda i: ("SADD", key, b"member:%d" % i),
-    }[command]
-    calls = [argv(i) for i in range(env.n)]  # (made before the clock starts)
-
-    def loop(_key: str, n: int) -> None:
-        for call in calls:
-            execute(*call)
-
-    return env.n / timed(loop, env.n, 0)
+    key = "types:" + command.lower()
+    return run_loop(_execute(), Loop([TYPE_WRITES[command](key, i) for i in range(env.n)]))
 
 
 def list_pairs(env: BenchEnv) -> float:
     """LPUSH of a new element then RPOP of the oldest, N pairs, on a list that holds
     LIST_BACKLOG elements throughout (checked after); pairs per second."""
-    execute, key = _execute(), "lists:queue"
-    for first in range(0, LIST_BACKLOG, BATCH):
-        execute("RPUSH", key, *(b"job:%d" % -i for i in range(first, first + BATCH)))
-    jobs = [b"job:%d" % i for i in range(env.n)]
-
-    def loop(_key: str, n: int) -> None:
-        for job in jobs:
-            execute("LPUSH", key, job)
-            execute("RPOP", key)
-
-    seconds = timed(loop, env.n, 0)
-    if execute("LLEN", key) != LIST_BACKLOG:
-        raise AssertionError("the LPUSH + RPOP pairs changed the list's length")
-    return env.n / seconds
+    key = "lists:queue"
+    return run_loop(_execute(), Loop(
+        [argv for i in range(env.n) for argv in (("LPUSH", key, b"job:%d" % i), ("RPOP", key))],
+        setup=[("RPUSH", key, *(b"job:%d" % -i for i in range(first, first + BATCH)))
+               for first in range(0, LIST_BACKLOG, BATCH)],
+        ops=env.n, check=(("LLEN", key), LIST_BACKLOG)))
 
 
 def capped_read(env: BenchEnv, delivering: bool) -> Measurement:

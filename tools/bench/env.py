@@ -78,12 +78,6 @@ class BenchEnv:
             stack.callback(engine.close)
             yield engine
 
-    def where(self) -> str | None:
-        """Where the data directories were made (a header line's), None: nowhere."""
-        return None if self.tmp_root is None else (
-            f"data dirs under {self.tmp_root} ({_filesystem(self.tmp_root)}), removed after "
-            f"the run")
-
     def shared(self, name: str, make: Callable[[], Any]) -> Any:
         """A resource the rows of a run share, made the first time ``name`` is asked for:
         ``make()``'s value (its ``stop()`` run at close, its ``describe()`` lines in the
@@ -122,8 +116,11 @@ class BenchEnv:
         return self.shared("reference", lambda: RedisServer().start())
 
     def describe(self) -> list[str]:
-        """Header lines about the reference server and the shared resources that were used."""
-        lines = []
+        """Header lines about the data directories, the reference server and the shared
+        resources that were used."""
+        lines = [] if self.tmp_root is None else [
+            f"data: data dirs under {self.tmp_root} ({_filesystem(self.tmp_root)}), removed "
+            f"after the run"]
         reference = self.resources.get("reference")
         if reference is not None:
             import redis

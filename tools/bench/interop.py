@@ -36,14 +36,6 @@ POLL, CATCHUP_POLL = 0.05, 0.01  # seconds between the checks of the replica
 TIMEOUT = 600.0
 
 
-def describe(env: BenchEnv) -> list[str]:
-    return [f"interop: import of a redis-server dump.rdb of {IMPORT_ENTRIES(env):,} entries "
-            f"(one stream, `XADD {KEY} * myfield myvalue`); a `streamkeep serve --replicaof` "
-            f"child of a redis-server driven by redis-benchmark -c 50 -P 16 -n "
-            f"{env.n * APPLY_PER_N:,} XADD (its lag on stderr every {LAG_EVERY:g} s), then "
-            f"the same with the replica stopped until the benchmark ends (its catch-up)"]
-
-
 def _benchmark(env: BenchEnv, port: int) -> list[str]:
     """The run's redis-benchmark: -c 50 -P 16 XADD, N x APPLY_PER_N requests."""
     return [benchmark_tool(env).path, "-h", HOST, "-p", str(port), "-c", "50", "-n",
@@ -77,9 +69,8 @@ def import_rdb(env: BenchEnv) -> Measurement:
                                                                      json=True))
     if code != 0:
         raise AssertionError(f"streamkeep import exited {code}")
-    return Measurement(n / seconds, count=n, figures={"seconds": seconds},
-                       notes=[f"interop.import_rdb: {n:,} entries ({os.path.getsize(rdb) / 1e6:.1f}"
-                              f" MB RDB) in {seconds:.2f} s, the final compaction included"])
+    return Measurement(n / seconds, count=n, figures={"seconds": seconds,
+                                                      "rdb_mb": os.path.getsize(rdb) / 1e6})
 
 
 def _follow(row: Callable[[Any, Any], Measurement]) -> Measurement:
@@ -135,10 +126,7 @@ def replica_apply(env: BenchEnv) -> Measurement:
             raise AssertionError(f"redis-benchmark exited {tool.returncode}")
         seconds, applied = time.perf_counter() - began, int(replica.client.xlen(KEY))
         return Measurement(applied / seconds, count=applied,
-                           figures={"max_lag_entries": worst[0], "max_lag_bytes": worst[1]},
-                           notes=[f"interop.replica_apply: {applied:,} XADDs applied in "
-                                  f"{seconds:.1f} s; the lag peaked at {worst[0]:,} entries "
-                                  f"({worst[1]:,} bytes of Redis's offset)"])
+                           figures={"max_lag_entries": worst[0], "max_lag_bytes": worst[1]})
 
     return _follow(row)
 
@@ -168,9 +156,7 @@ def replica_catchup(env: BenchEnv) -> Measurement:
         if applied != held - before:
             raise AssertionError(f"the replica holds {before + applied:,} entries, the primary "
                                  f"{held:,}")
-        return Measurement(applied / seconds, count=applied, figures={"seconds": seconds},
-                           notes=[f"interop.replica_catchup: {applied:,} XADDs applied in "
-                                  f"{seconds:.2f} s after the replica was continued "
-                                  f"({before:,} were applied before it stopped)"])
+        return Measurement(applied / seconds, count=applied,
+                           figures={"seconds": seconds, "applied_before_stop": before})
 
     return _follow(row)

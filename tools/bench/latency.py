@@ -276,16 +276,12 @@ def bench_latency(server: Any, seconds: float, rate: int = LATENCY_RATE,
     table = format_table(["latency of", f"XADD -> XREADGROUP reply, {len(got):,} messages",
                           "count", "share"], rows, right={2, 3})
     trend = _p50_by_second(run["sends"], run["lats"], start_ns + int(WARMUP_S * 1e9))
-    line = (f"latency, {server.name}: {run['sent']:,} sent at {run['sent'] / elapsed_s:,.0f}/s "
-            f"(target {rate:,}/s, in {run['writes']:,} writes, at worst "
-            f"{run['worst_late_ns'] / 1e6:.1f} ms late), all received; p50 "
-            f"{figures['p50_us'] / 1000:.3f} ms, p99 {figures['p99_us'] / 1000:.3f} ms, p99.9 "
-            f"{figures['p999_us'] / 1000:.3f} ms, max {figures['max_us'] / 1000:.3f} ms; "
-            f"{len(run['lats']) / max(run['reads'], 1):.1f} messages per XREADGROUP reply; p50 "
-            f"by second of the run: {trend} ms; CPU: the harness "
-            f"{run['cpu_s'] / elapsed_s:.0%} of a core")
+    figures |= {"sent_per_s": run["sent"] / elapsed_s, "writes": run["writes"],
+                "worst_late_ms": run["worst_late_ns"] / 1e6,
+                "per_reply": len(run["lats"]) / max(run["reads"], 1),
+                "harness_cpu": run["cpu_s"] / elapsed_s}  # (CPU: of one core)
     if cpu is not None and cpu_after is not None:
         figures["server_cpu"] = (cpu_after - cpu) / elapsed_s
-        line += f", server {figures['server_cpu']:.0%}"
     return Measurement(len(got) / (elapsed_s - WARMUP_S), count=len(got), figures=figures,
-                       notes=[table, line])
+                       notes=[table, f"latency, {server.name}: p50 by second of the run: "
+                                     f"{trend} ms"])

@@ -81,14 +81,6 @@ def entries(env: BenchEnv, workload: str) -> int:
     return max(n, 1_000)
 
 
-def describe(env: BenchEnv) -> list[str]:
-    return [f"memory: each workload built in a fresh child process (an in-memory Engine: RSS "
-            f"growth after gc.collect()) and in redis-server (used_memory growth); sensor: "
-            f"{entries(env, 'sensor'):,} entries, a 1/{PENDING_SHARE} of them pending; "
-            f"the others as many, but the 1 KB one: {entries(env, 'kilobyte'):,}, and the "
-            f"small hashes and small lists: {entries(env, 'small_hashes'):,} keys each"]
-
-
 def child(workload: str, n: int, pending: int) -> dict[str, float]:
     """Build the workload in this process; its figures."""
     from streamkeep import Engine
@@ -170,18 +162,13 @@ def bench(env: BenchEnv, workload: str) -> Measurement:
                "gc_fill_us": mine["gc_fill_s"] * 1e6, "full_gc_us": mine["full_gc_s"] * 1e6}
     if pending:
         figures["bytes_per_pending"] = mine["pending_bytes"] / pending
-    notes = []
     if env.use_redis:
         theirs = _redis_bytes(env.redis, workload, n, pending)
         figures["redis_bytes_per_entry"] = theirs["entries_bytes"] / n
         figures["over_redis"] = mine["entries_bytes"] / max(theirs["entries_bytes"], 1.0)
         if pending:
             figures["redis_bytes_per_pending"] = theirs["pending_bytes"] / pending
-        notes.append(f"memory.{workload}: {figures['bytes_per_entry']:.0f} bytes per entry "
-                     f"(redis-server {figures['redis_bytes_per_entry']:.0f}); collections "
-                     f"during the fill {figures['gc_fill_us'] / 1000:.1f} ms, a full one "
-                     f"after {figures['full_gc_us'] / 1000:.1f} ms")
-    return Measurement(n / mine["fill_s"], count=n, figures=figures, notes=notes)
+    return Measurement(n / mine["fill_s"], count=n, figures=figures)
 
 
 if __name__ == "__main__":  # the child

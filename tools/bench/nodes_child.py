@@ -8,11 +8,12 @@ Must not touch: anything of streamkeep but its public API.
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 KEY, GROUP = "bench", "g"
@@ -35,18 +36,14 @@ def _engine(path: str = "-", **config: Any) -> Any:
     return Engine.open(path, appendfsync="no", auto_aof_rewrite_percentage=0, **config)
 
 
-def _numbered(execute: Callable[..., Any], n: int, fields: tuple[str, ...] = ("f", "v")) -> None:
-    """n entries with IDs 1-1 .. n-1 (untimed set-up): a random start is a random number."""
-    for i in range(1, n + 1):
-        execute("XADD", KEY, f"{i}-1", *fields)
+def _numbered(n: int, fields: tuple[str, ...] = ("f", "v")) -> list[tuple[str, ...]]:
+    """n x XADD with IDs 1-1 .. n-1 (untimed set-up): a random start is a random number."""
+    return [("XADD", KEY, f"{i}-1", *fields) for i in range(1, n + 1)]
 
 
-def _xadds(execute: Callable[..., Any], key: str, n: int,
-           fields: tuple[str, ...] = ("f", "v")) -> int:
-    """n x ``XADD key * fields``: n."""
-    for _ in range(n):
-        execute("XADD", key, "*", *fields)
-    return n
+def _xadds(key: str, n: int, fields: tuple[str, ...] = ("f", "v")) -> Iterable[tuple[str, ...]]:
+    """n x ``XADD key * fields``."""
+    return itertools.repeat(("XADD", key, "*", *fields), n)
 
 
 def _timed(run: Callable[[], int]) -> Result:
@@ -54,6 +51,23 @@ def _timed(run: Callable[[], int]) -> Result:
     began = time.perf_counter()
     ops = run()
     return {"ops": ops, "seconds": time.perf_counter() - began}
+
+
+def _loop(execute: Callable[..., Any], timed: Iterable[tuple[str, ...]],
+          setup: Iterable[tuple[str, ...]] = (), ops: int | None = None) -> Result:
+    """A declared loop: the ``setup`` commands untimed, then the ``timed`` ones timed; its ops
+    ``ops``, else the entries their replies hold (the range reads)."""
+    for argv in setup:
+        execute(*argv)
+    if ops is None:
+        return _timed(lambda: sum(len(execute(*argv)) for argv in timed))
+
+    def run() -> int:
+        for argv in timed:
+            execute(*argv)
+        return ops
+
+    return _timed(run)
 
 
 def _consume(execute: Callable[..., Any], key: str, group: str, consumer: str,
@@ -71,15 +85,12 @@ def _consume(execute: Callable[..., Any], key: str, group: str, consumer: str,
 
 
 def xadd(n: int, path: str, rng: random.Random) -> Result:
-    execute = _engine().execute
-    _xadds(execute, "warm", min(n, 20_000))  # warm-up, on another key
-    return _timed(lambda: _xadds(execute, KEY, n))
+    return _loop(_engine().execute, _xadds(KEY, n), _xadds("warm", min(n, 20_000)), n)
 
 
 def consume(n: int, path: str, rng: random.Random) -> Result:
     execute = _engine().execute
-    _numbered(execute, n)
-    execute("XGROUP", "CREATE", KEY, GROUP, "0")
+    _loop(execute, [*_numbered(n), ("XGROUP", "CREATE", KEY, GROUP, "0")], ops=0)
     return _timed(lambda: _consume(execute, KEY, GROUP, "c"))
 
 
@@ -129,59 +140,33 @@ def catchup(n: int, path: str, rng: random.Random) -> Result:
 
 def xrange(n: int, path: str, rng: random.Random, command: str = "XRANGE") -> Result:
     """XRANGE (or XREVRANGE) COUNT BATCH from random starts over 2.5 x n entries: entries."""
-    execute, size = _engine().execute, n * 5 // 2
-    _numbered(execute, size)
+    size, end = n * 5 // 2, "-" if command == "XREVRANGE" else "+"
     starts = [rng.randint(1, size) for _ in range(max(n // 20, 10))]
-    end = "-" if command == "XREVRANGE" else "+"
-
-    def run() -> int:
-        got = 0
-        for s in starts:
-            got += len(execute(command, KEY, f"{s}-1", end, "COUNT", str(BATCH)))
-        return got
-
-    return _timed(run)
+    return _loop(_engine().execute, [(command, KEY, f"{s}-1", end, "COUNT", str(BATCH))
+                                     for s in starts], _numbered(size))
 
 
 def xdel(n: int, path: str, rng: random.Random) -> Result:
     """Every other entry of the stream's middle half deleted, one XDEL each."""
-    execute = _engine().execute
-    _numbered(execute, n)
-    victims = [f"{i}-1" for i in range(n // 4, n * 3 // 4, 2)]
+    victims = [("XDEL", KEY, f"{i}-1") for i in range(n // 4, n * 3 // 4, 2)]
     rng.shuffle(victims)
-
-    def run() -> int:
-        for sid in victims:
-            execute("XDEL", KEY, sid)
-        return len(victims)
-
-    return _timed(run)
+    return _loop(_engine().execute, victims, _numbered(n), len(victims))
 
 
 def _trims(n: int, how: str) -> Result:
     """XADD as the stream grows, an XTRIM every TRIM_EVERY of them (MAXLEN =, MAXLEN ~ or
     MINID: ``how``) keeping a TRIM_SHARE-th."""
-    execute, keep = _engine().execute, max(n // TRIM_SHARE, BATCH)
-
-    def run() -> int:
-        for i in range(1, n + 1):
-            execute("XADD", KEY, f"{i}-1", "f", "v")
-            if i % TRIM_EVERY == 0:
-                if how == "minid":
-                    execute("XTRIM", KEY, "MINID", f"{max(i - keep, 0)}-0")
-                else:
-                    execute("XTRIM", KEY, "MAXLEN", how, str(keep))
-        return n
-
-    return _timed(run)
+    keep = max(n // TRIM_SHARE, BATCH)
+    trim = (lambda i: ("XTRIM", KEY, "MINID", f"{max(i - keep, 0)}-0")) if how == "minid" else (
+        lambda i: ("XTRIM", KEY, "MAXLEN", how, str(keep)))
+    return _loop(_engine().execute, [argv for i in range(1, n + 1) for argv in (
+        ("XADD", KEY, f"{i}-1", "f", "v"), *([trim(i)] if i % TRIM_EVERY == 0 else []))], ops=n)
 
 
 def xautoclaim(n: int, path: str, rng: random.Random) -> Result:
     """A PEL of n/2 entries, walked by XAUTOCLAIM ... 0 cursor COUNT 100 (min-idle 0)."""
-    execute = _engine().execute
-    pending = max(n // 2, BATCH)
-    _numbered(execute, pending)
-    execute("XGROUP", "CREATE", KEY, GROUP, "0")
+    execute, pending = _engine().execute, max(n // 2, BATCH)
+    _loop(execute, [*_numbered(pending), ("XGROUP", "CREATE", KEY, GROUP, "0")], ops=0)
     for _ in range(0, pending, 1000):
         execute("XREADGROUP", "GROUP", GROUP, "c", "COUNT", "1000", "STREAMS", KEY, ">")
 
@@ -200,7 +185,7 @@ def xautoclaim(n: int, path: str, rng: random.Random) -> Result:
 def build(n: int, path: str, rng: random.Random) -> Result:
     """n numbered entries in the data dir at path, compacted into a snapshot (untimed)."""
     engine = _engine(path)
-    _numbered(engine.execute, n, SENSOR)
+    _loop(engine.execute, _numbered(n, SENSOR), ops=n)
     engine.compact()
     engine.close()
     return {"ops": n, "seconds": 0.0}
@@ -229,13 +214,8 @@ def cold_read(n: int, path: str, rng: random.Random) -> Result:
     """XRANGE COUNT 100 at random positions, the engine's backlog-memory 1 MB: cold nodes."""
     engine = _engine(path, backlog_memory=COLD_BUDGET)
     starts = [rng.randint(1, int(engine.execute("XLEN", KEY))) for _ in range(max(n // 20, 10))]
-
-    def run() -> int:
-        for s in starts:
-            engine.execute("XRANGE", KEY, f"{s}-1", "+", "COUNT", str(BATCH))
-        return len(starts)
-
-    out = _timed(run)
+    out = _loop(engine.execute, [("XRANGE", KEY, f"{s}-1", "+", "COUNT", str(BATCH))
+                                 for s in starts], ops=len(starts))
     engine.close()
     return out
 
@@ -262,7 +242,7 @@ def footprint_live(n: int, path: str, rng: random.Random) -> Result:
     """n sensor entries built live in a data dir (AOF only): RSS growth over the import."""
     def build() -> tuple[Any, Result]:
         engine = _engine(path)
-        return engine, _timed(lambda: _xadds(engine.execute, KEY, n, SENSOR))
+        return engine, _loop(engine.execute, _xadds(KEY, n, SENSOR), ops=n)
 
     return _grown(build)
 

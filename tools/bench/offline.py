@@ -44,13 +44,6 @@ WARMUP_ENTRIES = 20_000  # the first export, timed with the start-up (quick: 2,0
 DRIVER_SLICES = 64  # createDataFrame's tasks (its default, one per core, ships 1M-row tasks)
 
 
-def describe_inspect(env: BenchEnv) -> list[str]:
-    return [f"inspect: a data directory of {RECORDS(env):,} XADD records (appendfsync no, "
-            f"segments of 64 MB, no snapshot); each row runs the command as a child process "
-            f"(python -m streamkeep ..., output to /dev/null), timed from start to exit, and "
-            f"reports the peak RSS of the child or its largest worker process"]
-
-
 def _records_dir(env: BenchEnv) -> str:
     """The run's data directory of XADD records (built on first use)."""
     def made() -> Iterator[str]:
@@ -82,23 +75,12 @@ def command(env: BenchEnv, argv: list[str], own_time: bool = False) -> Measureme
     rss = max(int(report["peak_rss"]), int(report["workers_peak_rss"]))
     size = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
                if f.endswith(".aof"))
-    rate, figures = n / elapsed, {"peak_rss_mb": rss / 1e6}
-    note = (f"streamkeep {' '.join(argv)}: {n:,} records ({size / 1e6:.1f} MB of segments) in "
-            f"{elapsed:.3f} s from start to exit, peak RSS {rss / 1e6:.1f} MB (the command's "
-            f"process or its largest worker)")
+    # (the peak RSS: the command's process or its largest worker)
+    rate, figures = n / elapsed, {"peak_rss_mb": rss / 1e6, "segments_mb": size / 1e6,
+                                  "wall_s": elapsed}
     if own_time:
-        seconds = float(json.loads(proc.stdout)["seconds"])
-        rate, figures["wall_records_per_s"] = n / seconds, n / elapsed
-        note += f"; its own report: {seconds:.3f} s checking ({rate:,.0f} records/s)"
-    return Measurement(rate, count=n, figures=figures, notes=[note])
-
-
-def describe_export(env: BenchEnv) -> list[str]:
-    return [f"export: a compacted data directory of {ENTRIES(env):,} entries over {STREAMS} "
-            f"streams (3 field/value pairs, one field repeated); entries table, every column, "
-            f"to Parquet (snappy, the export's writer options) on {MASTER}, output under the "
-            f"bench's temporary directory; Spark's start-up and a first small export are timed "
-            f"apart (figure), not counted"]
+        rate, figures["wall_records_per_s"] = n / float(json.loads(proc.stdout)["seconds"]), rate
+    return Measurement(rate, count=n, figures=figures)
 
 
 def data_set(n: int) -> datasets.DataSet:
@@ -167,10 +149,7 @@ def bench_parquet(env: BenchEnv) -> Measurement:
     s = _spark(env)
     n, seconds = _exported(env, s, lambda: write_parquet(s["spark"], s["path"], s["out"]))
     return Measurement(n / seconds, count=n, figures={"startup_s": s["startup"],
-                                                      "cold_rate": s["cold_rate"]}, notes=[
-        f"export.parquet: {n:,} entries in {seconds:.2f} s through the data source; Spark "
-        f"start-up and a {s['warmup']:,}-entry export {s['startup']:.1f} s, the first warm-up "
-        f"export of the data {s['cold_rate']:,.0f} entries/s (not counted)"])
+                                                      "cold_rate": s["cold_rate"]})
 
 
 def driver_rows(path: str) -> list[tuple[Any, ...]]:
@@ -201,6 +180,4 @@ def bench_driver(env: BenchEnv) -> Measurement:
          .options(**PARQUET_OPTIONS).parquet(s["out"]))
 
     n, seconds = _exported(env, s, write)
-    return Measurement(n / seconds, count=n, notes=[
-        f"export.driver: {n:,} entries in {seconds:.2f} s read on the driver, "
-        f"createDataFrame, Parquet"])
+    return Measurement(n / seconds, count=n)

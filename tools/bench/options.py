@@ -34,9 +34,10 @@ examples:
   streamkeep bench --strict             exit 1 when a target is missed (CI)
   streamkeep bench embedded aof --compare-pure --repeat 3
                                         compiled core vs pure Python, 3 rounds
-  streamkeep bench nodes --base ../main --before ../old
+  streamkeep bench nodes --base ../main --before ../old --repeat 3
                                         the nodes rows against two other
-                                        checkouts (each with its .venv)
+                                        checkouts (each with its .venv), in
+                                        turn, 3 times
   streamkeep bench consume --before ../old
                                         the consume path against an older
                                         checkout
@@ -130,7 +131,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="replace the --html FILE if it exists")
     parser.add_argument("--base", type=checkout, metavar="DIR",
                         help="the nodes section: compare with the checkout DIR (run under "
-                             "DIR/.venv/bin/python), alternately, 3 runs, ratios per run")
+                             "DIR/.venv/bin/python), in turn at every repeat, a ratio each")
     parser.add_argument("--before", type=checkout, metavar="DIR",
                         help="the nodes, consume and crashbench sections: the older checkout "
                              "their snapshot load, cold reads, import, consume path and crash "

@@ -19,7 +19,7 @@ import redis
 from streamkeep.tools.bench import datasets
 from streamkeep.tools.bench.latency import XReader, measured, paced
 from streamkeep.tools.bench.processes import StreamkeepServer, running
-from streamkeep.tools.bench.server import BENCH_COMMAND, BENCH_KEY, bench_xadd, server_requests
+from streamkeep.tools.bench.server import BENCH_KEY, bench_xadd
 from streamkeep.tools.bench.workload import (
     CONSUMER,
     GROUP,
@@ -47,24 +47,6 @@ LAG_SECONDS = Size(5.0, 1.0)
 LAG_KEY = "replication:lag"
 FULL_SYNC_ENTRIES = Size(5, per_n=True)  # the full-sync stream: 1,000,000 entries at full N ...
 FULL_SYNC_PENDING_FRACTION = 10  # ... a tenth of them pending in its group
-
-
-def describe(env: BenchEnv) -> list[str]:
-    where = env.where()
-    return [
-        f"replication: fresh processes for each row: a primary (python -m streamkeep serve "
-        f"--appendfsync everysec) and replicas (the same with --replicaof {HOST} <port>); "
-        f"redis-benchmark -c 50 -n {server_requests(env.n, P16):,} -P {P16} --csv "
-        f"{' '.join(BENCH_COMMAND)}; embedded: Engine.open(dir) (everysec) with a Server on a "
-        f"thread (asyncio), {env.n:,} x engine.execute(\"XADD\", ...) in the bench thread; "
-        f"catch-up: {env.n:,} pipelined XADDs while the replica is paused (SIGSTOP), timed "
-        f"from SIGCONT to a WAIT 1 on the primary returning, then Engine.open of the replica's "
-        f"directory (the same records); lag: {LAG_RATE:,} XADD/s for "
-        f"{LAG_SECONDS.seconds(env):g} s (the first 0.5 s not counted), XREAD BLOCK 0 on the "
-        f"replica; full sync: a "
-        f"{FULL_SYNC_ENTRIES(env):,}-entry stream, {FULL_SYNC_ENTRIES(env) // 10:,} pending in "
-        f"its group, compacted to a snapshot, then a fresh replica",
-        *([f"replication: {where}"] if where else [])]
 
 
 def info(server: Any) -> dict[str, str]:
@@ -146,8 +128,6 @@ def embedded_xadd(env: BenchEnv, replicas: int) -> Measurement:
                 if replicas:
                     caught_up = wait_caught_up(replica, offset(primary))
                     m.figures["catchup_ms"] = (caught_up - began - elapsed) * 1000
-                    m.notes.append(f"embedded XADD with a replica: it had every record "
-                                   f"{m.figures['catchup_ms']:,.1f} ms after the loop's last XADD")
         finally:
             primary.stop(30)
     return m
@@ -206,13 +186,9 @@ def apply(env: BenchEnv) -> Measurement:
         gc.collect()
         replay_s = _time_replay(replica.data_dir, records, BENCH_KEY)
     replay_rate = target / replay_s  # the replica's log: LSN 1..target after an empty snapshot
-    return Measurement(apply_rate, count=applied,
-                       figures={"replay_per_s": replay_rate,
-                                "apply_over_replay": apply_rate / replay_rate},
-                       notes=[f"catch-up: the replica applied {applied:,} records in "
-                              f"{caught_up - resumed:.3f} s after SIGCONT ({apply_rate:,.0f}/s); "
-                              f"Engine.open replayed its directory ({target:,} records) in "
-                              f"{replay_s:.3f} s ({replay_rate:,.0f}/s)"])
+    return Measurement(apply_rate, count=applied, figures={
+        "replay_per_s": replay_rate, "apply_over_replay": apply_rate / replay_rate,
+        "apply_s": caught_up - resumed, "replay_s": replay_s, "replayed_records": target})
 
 
 def lag(env: BenchEnv) -> Measurement:
@@ -273,8 +249,4 @@ def full_sync(env: BenchEnv) -> Measurement:
     seconds = done - began
     return Measurement(entries / seconds, count=entries,
                        figures={"seconds": seconds, "answering_s": answering - began,
-                                "snapshot_mb": snapshot_mb},
-                       notes=[f"full sync: {entries:,} entries, {pending:,} pending, a "
-                              f"{snapshot_mb:,.1f} MB snapshot at LSN {target:,}: the replica "
-                              f"answered PING {answering - began:.3f} s after its start, had "
-                              f"its link up and the primary's offset after {seconds:.3f} s"])
+                                "snapshot_mb": snapshot_mb, "snapshot_lsn": target})

@@ -1,6 +1,6 @@
 """The bench's report: the header, the blocks that follow it (the rows, ratios, extra tables,
-figures, notes, the targets line, skip reasons), as plain text (the stable format tests parse),
-rich tables on a terminal, or JSON. Must not touch: running, progress, the registry's contents.
+figures, notes: a row's own and its figures no Figure declares, the targets line, skip
+reasons), as plain text (the stable format tests parse), rich tables on a terminal, or JSON. Must not touch: running, progress, the registry's contents.
 """
 
 from __future__ import annotations
@@ -120,6 +120,14 @@ def targets_line(results: Sequence[Result], figures: Sequence[FigureResult]) -> 
     return line
 
 
+def _figures_note(r: Result) -> list[str]:
+    """A row's figures that no Figure declares (those are in the figures table), as a note."""
+    shown = {f.extra for f in registry.FIGURES if f.numerator == r.bench.key}
+    rest = [f"{name} {value:,.0f}" if abs(value) >= 100 else f"{name} {value:.3g}"
+            for name, value in r.figures.items() if name not in shown]
+    return [f"{r.bench.key}: " + ", ".join(rest)] if rest else []
+
+
 def result_blocks(results: Sequence[Result], n: int,
                   figures: Sequence[FigureResult] | None = None) -> list[Block]:
     """What follows the header and the resource lines, in print order."""
@@ -137,7 +145,8 @@ def result_blocks(results: Sequence[Result], n: int,
     lines: list[str] = []  # one-line notes, together; tables (several lines) apart
     for r in results:
         blocks.extend(note for note in r.notes if "\n" in note)
-        lines.extend(f"{r.section}: {note}" for note in r.notes if "\n" not in note)
+        lines.extend(f"{r.section}: {note}" for note in [*r.notes, *_figures_note(r)]
+                     if "\n" not in note)
     if lines:
         blocks.append("\n".join(lines))
     line = targets_line(results, figures)

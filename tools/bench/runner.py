@@ -1,8 +1,9 @@
 """The bench's one runner (:func:`run_benchmarks`): a section declares its rows and figures, the
 runner runs every row ``--repeat`` times, keeps its best repeat (its ``rank``, else the rate)
 and every repeat's rate, and interleaves the repeats of the rows a ratio of their section
-compares (:func:`groups`: A B A B ...), so that a machine whose speed drifts affects both sides
-alike; a Skip skips the row with its reason. Must not touch: workloads, progress, printing.
+compares (:func:`groups`: A B A B ...), and a row's with its reference's (:func:`compared`), so
+that a machine whose speed drifts affects both sides alike; a Skip skips the row with its
+reason. Must not touch: workloads, progress, printing.
 """
 
 from __future__ import annotations
@@ -88,11 +89,55 @@ def groups(sections: Sequence[Section]) -> list[list[tuple[str, Benchmark]]]:
     return list(out.values())
 
 
-def _keep(result: Result, runs: list[Measurement]) -> None:
+def _keep(result: Result, runs: list[Measurement], theirs: list[Measurement]) -> None:
     best = max(runs, key=result.bench.rank or (lambda m: m.rate))
     result.runs = [m.rate for m in runs]
     result.rate, result.count, result.figures, result.notes = (
-        best.rate, best.count, best.figures, best.notes)
+        best.rate, best.count, dict(best.figures), best.notes)
+    if result.bench.reference is not None and theirs:
+        result.notes = [*compared(result, runs, theirs), *best.notes]
+
+
+def _ratios(key: str, what: str, ratios: list[float]) -> tuple[dict[str, float], str]:
+    return ({f"{key}_min": min(ratios), f"{key}_max": max(ratios)},
+            f"{what} per run {', '.join(f'{r:.2f}x' for r in ratios)} (range {min(ratios):.2f}-"
+            f"{max(ratios):.2f}x)")
+
+
+def compared(result: Result, mine: list[Measurement], theirs: list[Measurement]) -> list[str]:
+    """The row's runs against its reference's, repeat by repeat (each pair in turns): figures
+    ``ratio_min``/``_max`` (this / the reference), ``other_rate`` (the reference's best) and
+    per cost ``<cost>_ratio_min``/``_max`` (the reference's / this); the notes saying so."""
+    ref, key = result.bench.reference, result.bench.key
+    assert ref is not None
+    figures, note = _ratios("ratio", f"{key}: this / {ref.name}",
+                            [a.rate / max(b.rate, 1e-9) for a, b in zip(mine, theirs, strict=True)])
+    result.figures |= {**figures, "other_rate": max(b.rate for b in theirs)}
+    notes = [f"{note}; best {max(a.rate for a in mine):,.0f}/s vs "
+             f"{max(b.rate for b in theirs):,.0f}/s"]
+    for name, what in ref.costs:
+        if all(name in m.figures for m in (*mine, *theirs)):
+            figures, note = _ratios(f"{name}_ratio", f"{key}: {what}, {ref.name} / this", [
+                b.figures[name] / max(a.figures[name], 1e-12) for a, b in zip(mine, theirs, strict=True)])
+            result.figures |= figures
+            notes.append(note)
+    return notes
+
+
+def _measured(got: float | Measurement) -> Measurement:
+    return got if isinstance(got, Measurement) else Measurement(got)
+
+
+def _against(env: BenchEnv, bench: Benchmark, mine: Measurement,
+             theirs: list[Measurement]) -> None:
+    """A run of ``bench``'s reference after the row's own (``mine``), or a note on ``mine``
+    saying why there is none."""
+    assert bench.reference is not None
+    run = bench.reference.run(env)
+    if isinstance(run, str):
+        mine.notes.insert(0, f"{bench.key}: {run}, no ratio")
+    else:
+        theirs.append(_measured(run(env)))
 
 
 def run_benchmarks(env: BenchEnv, sections: Sequence[Section] | None = None, repeat: int = 1,
@@ -106,6 +151,7 @@ def run_benchmarks(env: BenchEnv, sections: Sequence[Section] | None = None, rep
     total, done = len(results), 0
     for group in planned:
         runs: dict[str, list[Measurement]] = {b.key: [] for _name, b in group}
+        theirs: dict[str, list[Measurement]] = {b.key: [] for _name, b in group}
         for r in range(1, repeat + 1):
             for _name, bench in group:
                 result = results[bench.key]
@@ -118,16 +164,16 @@ def run_benchmarks(env: BenchEnv, sections: Sequence[Section] | None = None, rep
                 gc.collect()
                 began = time.monotonic()
                 try:
-                    got = bench.run(env)
-                    runs[bench.key].append(got if isinstance(got, Measurement)
-                                           else Measurement(got))
+                    runs[bench.key].append(_measured(bench.run(env)))
+                    if bench.reference is not None:
+                        _against(env, bench, runs[bench.key][-1], theirs[bench.key])
                 except Skip as exc:
                     result.skipped = str(exc)
                 result.seconds += time.monotonic() - began
                 if result.skipped is None and r < repeat:
                     continue
                 if result.skipped is None:
-                    _keep(result, runs[bench.key])
+                    _keep(result, runs[bench.key], theirs[bench.key])
                 env.results[bench.key] = result
                 done += 1
                 if progress:

@@ -72,13 +72,13 @@ def parse_benchmark_csv(text: str) -> dict[str, float]:
     raise ValueError(f"no data row in redis-benchmark's output: {text.strip()[-300:]!r}")
 
 
-def redis_benchmark(env: BenchEnv, server: Any, pipeline: int, args: Sequence[str], name: str,
+def redis_benchmark(env: BenchEnv, server: Any, pipeline: int, args: Sequence[str],
                     connection: Sequence[str] | None = None,
                     counted: Callable[[], int] | None = None) -> Measurement:
     """``redis-benchmark -c 50 -n <requests> -P pipeline --csv *args`` against ``server``
     (``connection`` instead of ``-h HOST -p <its port>``: another port, --tls, --user): its
-    requests/s, p50/p99 latency and the server's CPU per ``name`` command (figure
-    ``server_cpu_us``, over ``counted()`` commands when given, else the requests), in a note.
+    requests/s, figures its p50/p99 latency and the server's CPU per command (``server_cpu_us``,
+    over ``counted()`` commands when given, else the requests).
     A failed or overlong run is an AssertionError (:func:`.workload.run_child`)."""
     requests = server_requests(env.n, pipeline)
     where = ["-h", HOST, "-p", str(server.port)] if connection is None else list(connection)
@@ -90,13 +90,9 @@ def redis_benchmark(env: BenchEnv, server: Any, pipeline: int, args: Sequence[st
     row = parse_benchmark_csv(done.stdout)
     commands = counted() if counted is not None else requests
     figures = {"p50_ms": row.get("p50_latency_ms", 0.0), "p99_ms": row.get("p99_latency_ms", 0.0)}
-    notes = []
     if cpu is not None and cpu_after is not None and commands:
         figures["server_cpu_us"] = (cpu_after - cpu) / commands * 1e6
-        notes.append(f"{name} -P {pipeline}, {server.name}: server CPU "
-                     f"{figures['server_cpu_us']:.1f} us per {name}; redis-benchmark latency "
-                     f"p50 {figures['p50_ms']:.3f} ms, p99 {figures['p99_ms']:.3f} ms")
-    return Measurement(row["rps"], count=requests, figures=figures, notes=notes)
+    return Measurement(row["rps"], count=requests, figures=figures)
 
 
 def bench_xadd(env: BenchEnv, server: Any, pipeline: int,
@@ -112,7 +108,7 @@ def bench_xadd(env: BenchEnv, server: Any, pipeline: int,
         return length[0]
 
     m = redis_benchmark(env, server, pipeline, (BENCH_COMMAND[0], key, *BENCH_COMMAND[2:]),
-                        "XADD", connection, counted)
+                        connection, counted)
     if length[0] < m.count:  # type: ignore[operator]  # (-P may send a few more than -n)
         raise AssertionError(f"{server.name} holds {length[0]} entries after {m.count} XADDs")
     client.delete(key)

@@ -40,16 +40,6 @@ OPENS = 30
 IDLE_SHUTDOWN = 2  # seconds: a bench killed midway leaves its servers running this long
 
 
-def describe(env: BenchEnv) -> list[str]:
-    where = env.where()
-    return [*([f"shared: {where}"] if where else []),
-            f"shared: one message = put + get + ack (StreamQueue, appendfsync everysec); "
-            f"{WORKERS} worker processes (forked) for {SECONDS.seconds(env):g} s against one "
-            f"process in process; persist-queue's SQLiteAckQueue (auto_commit) used by the same "
-            f"{WORKERS} processes; XADD over the shared Unix socket and over TCP interleaved "
-            f"in turns of {XADD_CHUNK}; opening a running shared directory {OPENS} times"]
-
-
 def _cycles(call: Callable[[int], None], until: float) -> int:
     """``call(i)`` (one message's :func:`.workqueue.cycle`) until the monotonic clock reads
     ``until``; how many."""

@@ -45,18 +45,6 @@ DISK_SAMPLES = 100  # directory size samples over the run (the series prints eve
 SETTINGS: dict[str, Any] = {"appendfsync": "everysec", "auto_aof_rewrite_percentage": 0}
 
 
-def describe(env: BenchEnv) -> list[str]:
-    where = env.where()
-    return [] if where is None else [
-        f"snapshot: {where}; appendfsync everysec; a {STREAM_ENTRIES(env):,}-entry "
-        f"stream whose group read the first 1/{SNAPSHOT_READ_FRACTION} with "
-        f"{SNAPSHOT_CONSUMERS} consumers, acking every other entry; no-pause phases of "
-        f"{env.n:,} XADDs at most; bounded disk: {DISK_OPS(env):,} XADD "
-        f"MAXLEN ~ {DISK_MAXLEN:,}, XREADGROUP COUNT {DISK_READ_EVERY} + XACK every "
-        f"{DISK_READ_EVERY}, auto-aof-rewrite-min-size {DISK_MIN_SIZE(env) >> 10} KiB, "
-        f"percentage 100"]
-
-
 def load(env: BenchEnv) -> Measurement:
     return env.in_dir("snapshot", bench_snapshot, STREAM_ENTRIES(env), env.n)
 

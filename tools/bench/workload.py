@@ -1,8 +1,9 @@
 """What every section's workloads share: the value a row's run returns, a row's sizes as data
-(:class:`Size`) and the shapes the workloads repeat (a warm-up then a timed loop; parties or
-threads taking turns; commands pipelined through redis-py; a child process timed, or its JSON
-report; a call timed; a connection to a local server; a stream read's entries, INFO's fields),
-the warm-up rule, the key names and percentiles.
+(:class:`Size`), a workload declared as commands (:class:`Loop`, run by :func:`run_loop`) and the shapes the workloads repeat (a
+warm-up then a timed loop; parties or threads taking turns; commands pipelined through
+redis-py; a child process timed, or its JSON report; a call timed; a connection to a local
+server; a stream read's entries, INFO's fields), the warm-up rule, the key names and
+percentiles.
 Timing rule: a workload warms up on a separate key first, then times only its loop with
 ``time.perf_counter``; a row's rate is ops per second and ``us/op`` its inverse.
 Must not touch: the registry, the report, any one section's workload.
@@ -114,6 +115,38 @@ def timed(loop: Callable[[str, int], object], n: int, warm: int | None = None) -
     if warm is None or warm:
         loop("warmup", warmup_size(n) if warm is None else warm)
     return clocked(loop, KEY, n)[1]
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A workload declared as commands (argv tuples, all made before the clock starts):
+    ``setup`` run untimed, then ``timed``, then ``check``: a command and the reply it must
+    give. Its ops: ``ops``, else one per timed command. :func:`run_loop` interprets it."""
+
+    timed: Sequence[Sequence[Any]]
+    setup: Sequence[Sequence[Any]] = ()
+    ops: int | None = None
+    check: tuple[Sequence[Any], Any] | None = None
+
+
+def xadds(key: str, n: int) -> list[tuple[str, ...]]:
+    """n x ``XADD key * f v`` as argv."""
+    return [("XADD", key, "*", "f", "v")] * n
+
+
+def run_loop(execute: Callable[..., Any], loop: Loop) -> float:
+    """``loop`` through an engine's ``execute``: its ops per second of the timed commands;
+    AssertionError when its check fails."""
+    for argv in loop.setup:
+        execute(*argv)
+    began = time.perf_counter()
+    for argv in loop.timed:
+        execute(*argv)
+    seconds = time.perf_counter() - began
+    if loop.check is not None and (got := execute(*loop.check[0])) != loop.check[1]:
+        raise AssertionError(f"{' '.join(map(str, loop.check[0]))} gave {got!r} after the loop, "
+                             f"expected {loop.check[1]!r}")
+    return (len(loop.timed) if loop.ops is None else loop.ops) / seconds
 
 
 def fill(execute: Callable[..., Any], key: str, n: int) -> None:

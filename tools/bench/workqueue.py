@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 from streamkeep.tools.bench import workload
 from streamkeep.tools.bench.aof import group_commit
 from streamkeep.tools.bench.processes import streamkeep
-from streamkeep.tools.bench.workload import Measurement, Size, Skip, rate, threads_until, timed
+from streamkeep.tools.bench.workload import (
+    Measurement,
+    Size,
+    Skip,
+    rate,
+    threads_until,
+    timed,
+)
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -25,26 +32,6 @@ QUEUE_THREADS = 16
 REFERENCE_CYCLES = Size(2_000, 200)  # persist-queue at ~1k cycles/s: about two seconds
 CYCLES = Size(0.1, per_n=True, least=200)  # the one-thread StreamQueue rows: N / 10
 THREAD_SECONDS = Size(3.0, 0.3)  # the threaded rows are duration-bound
-
-
-def describe(env: BenchEnv) -> list[str]:
-    lines = [f"queue: one message = put + get + ack; StreamQueue rows on an embedded Engine "
-             f"(fresh data directory), persist-queue's SQLiteAckQueue (auto_commit) in a "
-             f"temporary directory on the same file system; threaded rows "
-             f"{THREAD_SECONDS.seconds(env):g} s"]
-    if not env.use_redis:
-        return lines
-    try:
-        version = str(env.redis.info("server").get("redis_version", "?"))
-    except Skip as exc:
-        return [*lines, f"queue: redis-server reference not run: {exc}"]
-    from streamkeep.engine.services.queue import missing_features
-
-    if lacking := missing_features(version):
-        lines.append(f"queue: redis-server {version} cannot run the queue (it lacks "
-                     f"{', '.join(lacking)}): no redis-server StreamQueue row (its plain "
-                     f"redis-py loop runs)")
-    return lines
 
 
 def persist_queue(path: str, multithreading: bool = False, **options: Any) -> Any:

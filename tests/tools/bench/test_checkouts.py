@@ -1,8 +1,8 @@
 """tools/bench/checkouts.py, the sections that compare this checkout with others (nodes,
 consume, crashbench): the other checkouts' option, the child script's public-API-only imports,
-rows run in process at a tiny size against this checkout given as --base and --before (each
-run of either side told apart, ratios per run), without it (a rate, no ratio), and the whole
-nodes section through the CLI (slow)."""
+rows run by the runner in process at a tiny size against this checkout given as --base and
+--before (each repeat of either side told apart, ratios per repeat), without it (a rate, no
+ratio), and the whole nodes section through the CLI (slow)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,14 @@ from pathlib import Path
 import pytest
 
 from streamkeep.tools.bench import checkouts, options, registry
+from streamkeep.tools.bench.declarations import Benchmark, Section
 from streamkeep.tools.bench.env import BenchEnv
-from streamkeep.tools.bench.workload import Size
+from streamkeep.tools.bench.runner import Result, run_benchmarks
+from streamkeep.tools.bench.workload import Measurement, Size
 
-STDLIB = {"__future__", "gc", "json", "random", "sys", "time", "collections.abc", "typing"}
+REPEAT = 3
+
+STDLIB = {"__future__", "gc", "itertools", "json", "random", "sys", "time", "collections.abc", "typing"}
 
 
 def _checkout(tmp_path: Path) -> Path:
@@ -33,6 +37,13 @@ def _checkout(tmp_path: Path) -> Path:
     python.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
     python.chmod(python.stat().st_mode | stat.S_IXUSR)
     return tmp_path / "checkout"
+
+
+def _run(env: BenchEnv, *rows: Benchmark | str, repeat: int = REPEAT) -> list[Result]:
+    """The rows (registered ones by key) through the runner, ``repeat`` times."""
+    every = {b.key: b for s in registry.SECTIONS for b in s.benchmarks}
+    chosen = tuple(every[r] if isinstance(r, str) else r for r in rows)
+    return run_benchmarks(env, [Section("rows", chosen)], repeat=repeat)
 
 
 def test_the_other_checkouts_must_have_their_interpreter(tmp_path: Path) -> None:
@@ -68,18 +79,18 @@ def test_every_row_has_a_figure() -> None:
 def test_rows_alternate_with_the_other_checkout(tmp_path: Path) -> None:
     co = str(_checkout(tmp_path))
     with BenchEnv(300, use_redis=False, quick=True, others={"base": co, "before": co}) as env:
-        for m in (checkouts.embedded(env, "xadd"), checkouts.snapshot_load(env)):
-            assert m.rate > 0
+        for m in _run(env, "nodes.xadd", "nodes.snapshot_load"):
+            assert m.rate is not None and m.rate > 0
             assert 0 < m.figures["ratio_min"] <= m.figures["ratio_max"]
-            assert m.notes[0].count("x,") == checkouts.RUNS - 1, m.notes  # one ratio per run
+            assert m.notes[0].count("x,") == REPEAT - 1, m.notes  # one ratio per repeat
         built = env.resources["nodes snapshots"]
         assert len(built) == 2  # one snapshot per interpreter, built once
         footprint = checkouts.footprint(env)
         assert footprint.figures["live_mb"] > 0 and footprint.figures["replay_over_live"] > 0
     assert not os.path.exists(built.root)  # removed with the run
     with BenchEnv(300, use_redis=False, quick=True) as env:
-        alone = checkouts.embedded(env, "xdel")
-    assert alone.rate > 0 and "ratio_min" not in alone.figures  # no --base: no ratio
+        (alone,) = _run(env, "nodes.xdel")
+    assert alone.rate and "ratio_min" not in alone.figures  # no --base: no ratio
 
 
 def test_each_interpreter_compiles_its_packages_before_its_first_run() -> None:
@@ -100,9 +111,10 @@ def test_served_rows_compare_the_servers_cpu_per_op(tmp_path: Path) -> None:
     """A row whose runs report their server's CPU time gets that ratio (other / this) too."""
     co = str(_checkout(tmp_path))
     cpu = {sys.executable: 1.0, checkouts.python_of(co): 3.0}  # this server: a third of the CPU
+    row = checkouts.row("nodes.serve_x", "x", lambda _env, python: Measurement(
+        100.0, figures={"cpu": cpu[python]}), "base", ("cpu", "server CPU per op"))
     with BenchEnv(300, use_redis=False, quick=True, others={"base": co}) as env:
-        m = checkouts.versus(env, "nodes.serve_x", "base",
-                         lambda python: {"ops": 100, "seconds": 1.0, "server_cpu": cpu[python]})
+        (m,) = _run(env, row)
     assert m.figures["cpu_ratio_min"] == m.figures["cpu_ratio_max"] == 3.0
     assert m.figures["ratio_min"] == 1.0  # the client's rates: equal
     assert any("server CPU per op" in note for note in m.notes)
@@ -116,7 +128,7 @@ def test_a_tiny_run_against_this_checkout(tmp_path: Path) -> None:
     co = _checkout(tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "streamkeep", "bench", "nodes", "--n", "300", "--base", str(co),
-         "--before", str(co), "--json", "--quiet"],
+         "--before", str(co), "--repeat", "2", "--json", "--quiet"],
         capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
@@ -125,12 +137,12 @@ def test_a_tiny_run_against_this_checkout(tmp_path: Path) -> None:
     assert set(rows) == {b.key for b in section.benchmarks}
     for key, row in rows.items():
         assert row["rate"], (key, row)
-        if key != "nodes.footprint":  # each: 3 runs, one ratio each, in a note
+        if key != "nodes.footprint":  # each: 2 repeats, one ratio each, in a note
             assert row["figures"]["ratio_min"] <= row["figures"]["ratio_max"], key
             if key.startswith("nodes.serve_"):
                 assert 0 < row["figures"]["cpu_ratio_min"] <= row["figures"]["cpu_ratio_max"]
             note = next(n for n in row["notes"] if n.startswith(key))
-            assert note.count("x,") == checkouts.RUNS - 1, note
+            assert note.count("x,") == 1, note
     footprint = rows["nodes.footprint"]["figures"]
     assert footprint["live_mb"] > 0 and footprint["load_over_live"] > 0
 
@@ -145,11 +157,10 @@ def test_every_row_has_a_figure_with_a_target() -> None:
 def test_rows_run_against_the_other_checkout(tmp_path: Path) -> None:
     co = str(_checkout(tmp_path))
     with BenchEnv(300, use_redis=False, quick=True, others={"before": co}) as env:
-        for m in (checkouts.consume_embedded(env), checkouts.consume_queue_batch(env),
-                  checkouts.consume_catchup(env)):
-            assert m.rate > 0
+        for m in _run(env, "consume.embedded", "consume.queue_batch", "consume.catchup"):
+            assert m.rate is not None and m.rate > 0
             assert 0 < m.figures["ratio_min"] <= m.figures["ratio_max"]
-            assert m.notes[0].count("x,") == checkouts.RUNS - 1, m.notes  # one ratio per run
+            assert m.notes[0].count("x,") == REPEAT - 1, m.notes  # one ratio per repeat
         built = env.resources["consume backlogs"]
         assert len(built) == 2  # one backlog per interpreter, built once
         assert built.entries == checkouts.BACKLOG_ENTRIES(env)
@@ -157,8 +168,8 @@ def test_rows_run_against_the_other_checkout(tmp_path: Path) -> None:
 
 def test_without_the_other_checkout_a_row_has_no_ratio() -> None:
     with BenchEnv(300, use_redis=False, quick=True) as env:
-        m = checkouts.consume_embedded(env)
-    assert m.rate > 0 and "ratio_min" not in m.figures
+        (m,) = _run(env, "consume.embedded")
+    assert m.rate and "ratio_min" not in m.figures
     assert "no --before checkout given" in m.notes[0]
 
 
@@ -183,10 +194,9 @@ def test_the_row_and_its_figures_are_registered() -> None:
 def test_points_per_second_against_the_other_checkout(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checkouts, "CRASH_OPS", Size(200, 12))
-    monkeypatch.setattr(checkouts, "RUNS", 1)
     with BenchEnv(300, use_redis=False, quick=True,
                   others={"before": str(_checkout(tmp_path))}) as env:
-        m = checkouts.crash_exhaustive(env)
+        (m,) = _run(env, "crashbench.exhaustive", repeat=1)
         root = env.tmp_root
     assert m.count is not None and m.count > 12 * 9  # every model at every crash point
     assert m.rate > 0 and m.figures["wall_s"] > 0 and m.figures["cpu_ms_per_point"] > 0
@@ -203,15 +213,16 @@ def test_a_checkout_compared_with_itself_keeps_each_runs_side(
     """`--before` naming this very checkout (the same interpreter): each pair's runs still
     count as this checkout's and the other's by their turn, and the pairs' ratios are given."""
     monkeypatch.setattr(checkouts, "python_of", lambda _checkout: sys.executable)
-    runs = iter(range(1, 2 * checkouts.RUNS + 1))
+    runs = iter(range(1, 2 * REPEAT + 1))
 
-    def crash_run(env: object, python: str) -> dict[str, float]:
-        i = next(runs)  # this checkout's runs take 1 s, the other's 2 s
-        return {"ops": 100, "seconds": 1.0 + (i % 2 == 0), "wall_s": 3.0, "cpu_s": 2.0,
-                "violations": 0}
+    def crash_run(env: object, python: str) -> Measurement:
+        seconds = 1.0 + (next(runs) % 2 == 0)  # this checkout's runs take 1 s, the other's 2 s
+        return Measurement(100 / seconds, figures={"seconds": seconds, "cpu_s": 2.0})
 
-    monkeypatch.setattr(checkouts, "crash_run", crash_run)
+    (row,) = registry.select_sections("crashbench")[0].benchmarks
+    assert row.reference is not None
+    mocked = checkouts.row(row.key, row.workload, crash_run, "before", *row.reference.costs)
     with BenchEnv(300, use_redis=False, quick=True, others={"before": "."}) as env:
-        m = checkouts.crash_exhaustive(env)
+        (m,) = _run(env, mocked)
     assert m.rate == 100.0 and m.figures["ratio_min"] == 2.0
     assert m.figures["seconds_ratio_min"] == 2.0 and m.figures["cpu_s_ratio_min"] == 1.0

@@ -42,7 +42,9 @@ AOF = Section("aof", (
     Benchmark("replay", f"replay at Engine.open: mixed, XADDs + XREADGROUP COUNT "
                         f"{aof.REPLAY_CHUNK} + XACK",
               lambda env: env.in_dir("replay", aof.bench_aof_replay, env.n)),
-), describe=aof.describe, figures=(
+), sizes=(
+    ("appendfsync always loop seconds", aof.ALWAYS_SECONDS.seconds), ("serial fsyncs", aof.FSYNC_N),
+    ("replay streams", aof.REPLAY_STREAMS)), figures=(
     ratio("everysec XADD/s / in-memory XADD/s (embedded row)", "everysec", "embedded.xadd",
           AOF_EVERYSEC_RATIO_TARGET),
     extra(f"always, {aof.AOF_THREADS} threads: records per fsync", "always_threads",
@@ -58,10 +60,13 @@ AOF = Section("aof", (
 # --- crashbench: the crash bench against an older checkout -------------------------------------
 
 CRASHBENCH = Section("crashbench", (
-    Benchmark("exhaustive", f"crash points judged/s: exhaustive power loss, {checkouts.POLICY}, "
-                            f"every fault model: this checkout (vs --before)",
-              checkouts.crash_exhaustive),
-), describe=checkouts.describe_crashbench, figures=(
+    checkouts.row("exhaustive", f"crash points judged/s: exhaustive power loss, "
+                                f"{checkouts.POLICY}, every fault model: this checkout (vs "
+                                "--before)", checkouts.crash_run, "before",
+                  ("seconds", "the run's time"), ("cpu_s", "the run's CPU")),
+), sizes=(
+    ("--before", lambda env: env.others.get("before", "none given (no ratio)")),
+    ("crashbench --ops", checkouts.CRASH_OPS)), figures=(
     extra("crash points judged/s: this / before, worst run", "exhaustive", "ratio_min"),
     extra("the same run's time: before / this, worst run", "exhaustive", "seconds_ratio_min"),
     extra("the same run's CPU: before / this, worst run", "exhaustive", "cpu_s_ratio_min"),

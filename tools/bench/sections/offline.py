@@ -23,7 +23,7 @@ INSPECT = Section("inspect", (
     Benchmark("dump_json", "streamkeep aof dump --format json: XADD records",
               partial(offline.command, argv=["aof", "dump", "--format", "json"]),
               INSPECT_DUMP_TARGET),
-), describe=offline.describe_inspect, figures=(
+), sizes=(("XADD records", offline.RECORDS),), figures=(
     extra("aof verify: records/s from start to exit", "verify", "wall_records_per_s", "/s"),
     extra("aof verify: peak RSS", "verify", "peak_rss_mb", "MB"),
     extra("aof dump --format json: peak RSS", "dump_json", "peak_rss_mb", "MB"),
@@ -38,7 +38,8 @@ EXPORT = Section("export", (
                          "entries", offline.bench_parquet, EXPORT_PARQUET_TARGET),
     Benchmark("driver", "read on the driver + createDataFrame -> Parquet: entries",
               offline.bench_driver),
-), describe=offline.describe_export, figures=(
+), sizes=(
+    ("entries", offline.ENTRIES), ("streams", offline.STREAMS), ("Spark master", offline.MASTER)), figures=(
     ratio("data source entries/s / driver + createDataFrame entries/s", "parquet", "driver",
           EXPORT_DRIVER_RATIO_TARGET),
     extra("Spark start-up and a first small export (not counted)", "parquet", "startup_s", "s"),

@@ -14,7 +14,7 @@ from functools import partial
 
 from streamkeep.tools.bench import interop, replication, shared
 from streamkeep.tools.bench.declarations import Benchmark, Section, extra, lowest, ratio
-from streamkeep.tools.bench.server import SERVER_CLIENTS
+from streamkeep.tools.bench.server import SERVER_CLIENTS, server_requests
 
 # --- replication: a streamkeep primary and its replicas -----------------------------------------
 
@@ -40,7 +40,11 @@ REPLICATION = Section("replication", (
               replication.lag, rank=lowest("p99_ms")),
     Benchmark("full_sync", "full sync of a fresh replica: stream of 5 x N entries, a tenth "
                            "pending, entries", replication.full_sync),
-), describe=replication.describe, figures=(
+), sizes=(
+    ("redis-benchmark -n", lambda env: server_requests(env.n, replication.P16)),
+    ("embedded and catch-up XADDs", lambda env: env.n), ("lag XADD/s", replication.LAG_RATE),
+    ("lag seconds", replication.LAG_SECONDS.seconds),
+    ("full sync entries", replication.FULL_SYNC_ENTRIES)), figures=(
     ratio("XADD -P 16: primary with 1 replica / without", "xadd_p16_replica", "xadd_p16",
           REPLICA_XADD_RATIO_TARGET),
     ratio("embedded XADD: with 1 replica / without", "embedded_xadd_replica", "embedded_xadd",
@@ -80,7 +84,9 @@ SHARED = Section("shared", (
     Benchmark("xadd", "r.xadd one at a time, shared (Unix socket; vs TCP interleaved)",
               shared.bench_xadd),
     Benchmark("open", "open a running shared directory + first reply", shared.bench_open),
-), describe=shared.describe, figures=(
+), sizes=(
+    ("worker processes", shared.WORKERS), ("seconds per throughput row", shared.SECONDS.seconds),
+    ("XADDs a turn", shared.XADD_CHUNK), ("opens", shared.OPENS)), figures=(
     ratio(f"{WORKERS} processes shared / 1 process in process", "workers", "in_process",
           SHARED_WORKERS_RATIO_TARGET),
     ratio(f"{WORKERS} processes: shared / persist-queue", "workers", "persist_queue",
@@ -109,7 +115,9 @@ INTEROP = Section("interop", (
                                "XADDs applied", interop.replica_apply, REDIS_REPLICA_TARGET),
     Benchmark("replica_catchup", "the same replica stopped while redis-benchmark runs, then "
                                  "continued: XADDs applied", interop.replica_catchup),
-), describe=interop.describe)
+), sizes=(
+    ("dump.rdb entries", interop.IMPORT_ENTRIES),
+    ("XADDs to the replica's primary", lambda env: env.n * interop.APPLY_PER_N)))
 
 # `bench --compare-pure`: compiled over pure-Python rate per row, each round at least.
 NATIVE_TARGETS: dict[str, float] = {

@@ -22,6 +22,7 @@ from streamkeep.tools.bench import (
     checkouts,
     datatypes,
     embedded,
+    interop,
     server,
     workqueue,
 )
@@ -39,7 +40,7 @@ from streamkeep.tools.bench.declarations import (
 )
 from streamkeep.tools.bench.latency import LATENCY_CONSUMERS, LATENCY_RATE
 from streamkeep.tools.bench.processes import streamkeep
-from streamkeep.tools.bench.server import SERVER_CLIENTS
+from streamkeep.tools.bench.server import SERVER_CLIENTS, server_requests
 from streamkeep.tools.bench.workload import BATCH
 from streamkeep.tools.text_width import Table
 
@@ -178,7 +179,9 @@ STRINGS = Section("strings", (
     *(row for p in (1, 16) for row in both(
         f"evalsha_p{p}", f"EVALSHA of redis-py's lock release, -c {SERVER_CLIENTS} -P {p}",
         datatypes.evalsha, p)),
-), describe=datatypes.describe_strings, figures=tuple(
+), sizes=(
+    ("redis-benchmark -n", lambda env: server_requests(env.n, 16)), ("-r", KEYSPACE),
+    ("--dbnum", datatypes.STRINGS_DB)), figures=tuple(
     vs_redis(f"{what.upper()} -P {p}", f"{what}_p{p}",
              None if p != 16 else EVALSHA_P16_TARGET if what == "evalsha" else STRINGS_P16_TARGET)
     for what in ("set", "get", "evalsha") for p in (1, 16)))
@@ -188,7 +191,9 @@ TYPES = Section("types", (
         c.name, f"{c.label}, redis-benchmark -c {SERVER_CLIENTS} -P {datatypes.PIPELINE}",
         datatypes.command, c)),
     *both("arq", "arq no-op tasks, one worker", datatypes.framework, "arq"),
-), describe=datatypes.describe_types, figures=(
+), sizes=(
+    ("redis-benchmark -n", lambda env: server_requests(env.n, datatypes.PIPELINE)),
+    ("--dbnum", datatypes.DB), ("arq no-op tasks", datatypes.ARQ_TASKS)), figures=(
     *(vs_redis(f"{c.verb} -P {datatypes.PIPELINE}", c.name, TYPES_P16_TARGET)
       for c in datatypes.COMMANDS),
     vs_redis("arq no-op tasks/s", "arq", TYPES_ARQ_TARGET),
@@ -200,7 +205,10 @@ LISTS = Section("lists", (
         datatypes.command, c, p)),
     *both("rq", "RQ no-op jobs, one worker, appendfsync always", datatypes.framework, "rq",
           appendfsync="always"),
-), describe=datatypes.describe_lists, figures=(
+), sizes=(
+    *((f"redis-benchmark -n (-P {p})", lambda env, p=p: server_requests(env.n, p))
+      for p in (16, 1)),
+    ("--dbnum", datatypes.DB), ("rq no-op jobs", datatypes.RQ_JOBS)), figures=(
     *(vs_redis(f"{c.name.upper()} -P {p}", f"{c.name}_p{p}",
                LISTS_P16_TARGET if p == 16 else LISTS_P1_TARGET)
       for c, p in datatypes.LIST_ROWS),
@@ -234,7 +242,9 @@ QUEUE = Section("queue", (
               workqueue.bench_redis_py),
     Benchmark("redis_py_loop_redis", "redis-py XADD + XREADGROUP + XACK loop, redis-server",
               workqueue.bench_redis_py_loop_redis),
-), describe=workqueue.describe, figures=(
+), sizes=(
+    ("one-thread cycles", workqueue.CYCLES), ("persist-queue cycles", workqueue.REFERENCE_CYCLES),
+    ("threaded rows' seconds", workqueue.THREAD_SECONDS.seconds)), figures=(
     ratio("everysec, 1 thread: StreamQueue / persist-queue", "everysec", "persist_queue",
           QUEUE_EVERYSEC_RATIO_TARGET),
     ratio("everysec, 1 thread, consume(): StreamQueue / persist-queue", "everysec_consume",
@@ -279,7 +289,9 @@ ASYNCIO = Section("asyncio", (
               workqueue.bench_persist_queue),
     Benchmark("blocked_gets", f"{asyncio_rows.BLOCKED_TASKS:,} tasks blocked in get, then as "
                               f"many puts: deliveries", asyncio_rows.bench_blocked_gets),
-), describe=asyncio_rows.describe, figures=(
+), sizes=(
+    ("XADD calls (redis.asyncio: a tenth)", asyncio_rows.CALLS),
+    ("awaited XADDs before SIGKILL", asyncio_rows.KILL_WRITES)), figures=(
     ratio("await r.xadd in process / redis.asyncio to redis-server", "aredis_xadd",
           "redis_asyncio_xadd", ASYNC_OVER_NETWORK_TARGET),
     ratio("await r.xadd / r.xadd (sync), in process", "aredis_xadd", "sync_xadd",
@@ -299,7 +311,7 @@ ASYNCIO = Section("asyncio", (
 
 # --- nodes: packed stream nodes against other checkouts -----------------------------------------
 
-# This checkout's rate / the other's, each run (the worst run's ratio is the figure), at least:
+# This checkout's rate / the other's, each repeat (the worst one's ratio is the figure), at least:
 NODES_BASE_TARGET = 0.95  # no embedded op slower than the base by more than 5%
 NODES_RANGE_TARGET = 1.0  # range reads faster than the base (strictly: > 1)
 NODES_LOAD_TARGET = 5.0  # snapshot load entries/s against the older commit
@@ -326,21 +338,29 @@ NODES_BEFORE = (("snapshot_load", "snapshot load entries/s", NODES_LOAD_TARGET),
                 ("import_rdb", "import entries/s", NODES_IMPORT_TARGET))
 
 NODES = Section("nodes", (
-    *(Benchmark(name, f"embedded {label}: this checkout (vs --base)",
-                partial(checkouts.embedded, workload=name))
+    *(checkouts.row(name, f"embedded {label}: this checkout (vs --base)",
+                    checkouts.embedded(name), "base")
       for name, label, _target in NODES_EMBEDDED),
-    *(Benchmark(f"serve_{name}", f"streamkeep serve + redis-py, {label}: this checkout (vs "
-                                 "--base)", partial(checkouts.served, what=name))
+    *(checkouts.row(f"serve_{name}", f"streamkeep serve + redis-py, {label}: this checkout (vs "
+                                     "--base)", checkouts.served(name), "base",
+                    ("cpu", "server CPU per op"))
       for name, label, _target in NODES_SERVED),
-    Benchmark("snapshot_load", "snapshot load at Engine.open, entries: this checkout (vs "
-                               "--before)", checkouts.snapshot_load),
-    Benchmark("cold_read", f"cold XRANGE COUNT {BATCH} at random, backlog-memory 1mb, reads: "
-                           "this checkout (vs --before)", checkouts.cold_read),
-    Benchmark("import_rdb", "streamkeep import of a redis-server dump.rdb, entries (process "
-                            "timed whole): this checkout (vs --before)", checkouts.import_rdb),
+    checkouts.row("snapshot_load", "snapshot load at Engine.open, entries: this checkout (vs "
+                                   "--before)", checkouts.snapshot_load, "before"),
+    checkouts.row("cold_read", f"cold XRANGE COUNT {BATCH} at random, backlog-memory 1mb, "
+                               "reads: this checkout (vs --before)", checkouts.cold_read,
+                  "before"),
+    checkouts.row("import_rdb", "streamkeep import of a redis-server dump.rdb, entries (process "
+                                "timed whole): this checkout (vs --before)",
+                  checkouts.import_rdb, "before"),
     Benchmark("footprint", "sensor entries built live, then restarted (RSS): XADD",
               checkouts.footprint),
-), describe=checkouts.describe_nodes, figures=(
+), sizes=(
+    ("other checkouts", lambda env: ", ".join(
+        f"{label} {path}" for label, path in env.others.items()) or "none given"),
+    ("range rows' entries", lambda env: int(env.n * checkouts.RANGE_PER_N)),
+    ("snapshot rows' entries", checkouts.SNAPSHOT_ENTRIES),
+    ("import entries", interop.IMPORT_ENTRIES)), figures=(
     *(extra(f"{label}: this / base, worst run", name, "ratio_min", target=target)
       for name, label, target in NODES_EMBEDDED),
     *(extra(f"served {label}: server CPU per op, base / this, worst run", f"serve_{name}",
@@ -360,19 +380,23 @@ NODES = Section("nodes", (
 
 # --- consume: the consume path against an older checkout ----------------------------------------
 
-# This checkout's rate / the older commit's, each run (the worst run's ratio), at least:
+# This checkout's rate / the older commit's, each repeat (the worst one's ratio), at least:
 CONSUME_EMBEDDED_TARGET = 4.0  # XREADGROUP COUNT 100 + XACK in memory
 CONSUME_BATCH_TARGET = 5.0  # StreamQueue put_many(100) + get(100) + ack, everysec
 CONSUME_CATCHUP_TARGET = 3.0  # a group's catch-up over a cold backlog
 
 CONSUME = Section("consume", (
-    Benchmark("embedded", f"embedded XREADGROUP COUNT {BATCH} + XACK, in memory: this checkout "
-                          "(vs --before)", checkouts.consume_embedded),
-    Benchmark("queue_batch", f"StreamQueue put_many({BATCH}) + get({BATCH}) + ack, everysec: "
-                             "this checkout (vs --before)", checkouts.consume_queue_batch),
-    Benchmark("catchup", f"catch-up (XREADGROUP COUNT {BATCH} + XACK) over a cold backlog: this "
-                         "checkout (vs --before)", checkouts.consume_catchup),
-), describe=checkouts.describe_consume, figures=tuple(
+    checkouts.row("embedded", f"embedded XREADGROUP COUNT {BATCH} + XACK, in memory: this "
+                              "checkout (vs --before)", checkouts.embedded("consume"), "before"),
+    checkouts.row("queue_batch", f"StreamQueue put_many({BATCH}) + get({BATCH}) + ack, "
+                                 "everysec: this checkout (vs --before)",
+                  checkouts.consume_queue_batch, "before"),
+    checkouts.row("catchup", f"catch-up (XREADGROUP COUNT {BATCH} + XACK) over a cold backlog: "
+                             "this checkout (vs --before)", checkouts.consume_catchup, "before"),
+), sizes=(
+    ("--before", lambda env: env.others.get("before", "none given (no ratios)")),
+    ("catch-up entries", checkouts.catchup_entries),
+    ("backlog entries", checkouts.BACKLOG_ENTRIES)), figures=tuple(
     extra(f"{label}: this / before, worst run", name, "ratio_min", target=target)
     for name, label, target in (("embedded", "embedded consume msgs/s", CONSUME_EMBEDDED_TARGET),
                                 ("queue_batch", "queue batches msgs/s", CONSUME_BATCH_TARGET),

@@ -25,7 +25,9 @@ SNAPSHOT = Section("snapshot", (
               snapshot.load, SNAPSHOT_LOAD_TARGET),
     Benchmark("disk", f"XADD MAXLEN ~ {snapshot.DISK_MAXLEN:,} + group read/ack, auto "
                       "compaction", snapshot.disk),
-), describe=snapshot.describe, figures=(
+), sizes=(
+    ("stream entries", snapshot.STREAM_ENTRIES), ("bounded disk XADDs", snapshot.DISK_OPS),
+    ("bounded disk auto-aof-rewrite-min-size KiB", lambda env: snapshot.DISK_MIN_SIZE(env) >> 10)), figures=(
     extra("restart: Engine.open of that stream with groups", "load", "restart_s", "s"),
     extra("its compaction from the AOF, compact(wait=True)", "load", "compact_s", "s"),
     extra("no pause: XADD p99 without a compaction", "load", "p99_without_us", "us"),
@@ -52,7 +54,10 @@ MEMORY_TYPES_OVER_REDIS_TARGET = 1.25  # sorted sets, hashes, sets, lists: the s
 MEMORY = Section("memory", tuple(
     Benchmark(name, f"{'a' if name in memory.TYPE_WORKLOADS else 'XADD'} fill, in a fresh "
                     f"process: {label}", partial(memory.bench, workload=name))
-    for name, (label, _make) in memory.WORKLOADS.items()), describe=memory.describe, figures=(
+    for name, (label, _make) in memory.WORKLOADS.items()), sizes=tuple(
+    (f"{what} items", partial(memory.entries, workload=name)) for what, name in (
+        ("sensor (a tenth pending) and the others'", "sensor"), ("1 KB", "kilobyte"),
+        ("small hashes' and small lists'", "small_hashes"))), figures=(
     extra("sensor: bytes per entry, streamkeep (RSS)", "sensor", "bytes_per_entry", "",
           MEMORY_ENTRY_TARGET, at_most=True),
     extra("sensor: bytes per entry, redis-server (used_memory)", "sensor",
@@ -101,7 +106,9 @@ BACKLOG = Section("backlog", (
     Benchmark("list_resident", "a long list scanned by LRANGE pages, all resident "
                                "(elements/s, fresh process)",
               partial(backlog.bench_list_mode, mode="list_resident")),
-), describe=backlog.describe, figures=(
+), sizes=(
+    ("stream entries", backlog.ENTRIES), ("new entries before the compaction", backlog.COMPACT_ENTRIES),
+    ("list elements", backlog.ELEMENTS)), figures=(
     extra("cold: peak RSS", "cold", "peak_rss_mb", "MB", BACKLOG_RSS_TARGET, at_most=True),
     extra("resident: peak RSS", "resident", "peak_rss_mb", "MB"),
     ratio("XADD/s, cold / resident", "cold", "resident", BACKLOG_XADD_RATIO_TARGET),
