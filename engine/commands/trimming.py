@@ -9,7 +9,6 @@ touch: replies of the commands that use it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 from streamkeep.engine.exec.context import Ctx
@@ -29,21 +28,26 @@ KEEPREF, DELREF, ACKED = b"KEEPREF", b"DELREF", b"ACKED"
 _POLICIES = {b"keepref": KEEPREF, b"delref": DELREF, b"acked": ACKED}
 
 
-@dataclass(slots=True)
 class TrimArgs:
-    strategy: bytes | None = None  # b"MAXLEN" | b"MINID"
-    maxlen: int = -1
-    minid: int = 0
-    approx: bool = False
-    limit: int = 0
-    limit_given: bool = False
-    policy: bytes = KEEPREF
-    policy_given: bool = False
-    nomkstream: bool = False
-    id: ParsedID | None = None  # XADD's explicit ID; None means '*'
-    field_pos: int = 0  # XADD: index of the first field
-    idmp_pid: bytes | None = None  # XADD IDMP / IDMPAUTO: the producer ID
-    idmp_iid: bytes | None = None  # XADD IDMP: the idempotent ID (None with IDMPAUTO)
+    """XADD's and XTRIM's options as parsed (streamParseAddOrTrimArgsOrReply's args). A class
+    with its own `__init__`: compiled, it is made in a few dozen instructions, where a
+    dataclass's generated `__init__` runs interpreted (some 4,000: more than an IDMP XADD's
+    whole add)."""
+
+    def __init__(self) -> None:
+        self.strategy: bytes | None = None  # b"MAXLEN" | b"MINID"
+        self.maxlen = -1
+        self.minid = 0
+        self.approx = False
+        self.limit = 0
+        self.limit_given = False
+        self.policy: bytes = KEEPREF
+        self.policy_given = False
+        self.nomkstream = False
+        self.id: ParsedID | None = None  # XADD's explicit ID; None means '*'
+        self.field_pos = 0  # XADD: index of the first field
+        self.idmp_pid: bytes | None = None  # XADD IDMP / IDMPAUTO: the producer ID
+        self.idmp_iid: bytes | None = None  # XADD IDMP: the idempotent ID (None with IDMPAUTO)
 
 
 def _parse_idmp(argv: Argv, i: int, auto: bool, a: TrimArgs) -> int:

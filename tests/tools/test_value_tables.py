@@ -12,7 +12,6 @@ from streamkeep.engine.model.hashes import Hash
 from streamkeep.engine.model.sets import RSet
 from streamkeep.engine.model.zset import ZSet
 from streamkeep.tools import value_tables as vt
-from tests.support.extra_types import register_hash_and_set
 
 
 def rows(type_name: str, value: object) -> list[tuple]:
@@ -75,7 +74,6 @@ def test_a_types_table_is_offered_once_its_type_is_registered(
     assert ("hash_fields" in offered()) == ("hash" in value_types.BY_NAME)
     assert ("set_members" in offered()) == ("set" in value_types.BY_NAME)
     assert ("list_elements" in offered()) == ("list" in value_types.BY_NAME)
-    register_hash_and_set(monkeypatch)
     assert offered() == base | {"hash_fields", "set_members", "list_elements"}
     monkeypatch.delitem(value_types.BY_NAME, "list")
     assert "list_elements" not in offered()
@@ -87,7 +85,7 @@ def test_a_types_table_is_offered_once_its_type_is_registered(
 def test_decode_reads_what_the_types_to_bytes_wrote(monkeypatch: pytest.MonkeyPatch) -> None:
     z = ZSet.from_items([(b"a", 1.5)])
     assert vt.BY_TYPE["zset"].decode(value_types.ZSET.to_bytes(z)) == z  # type: ignore[misc]
-    hash_type, set_type = register_hash_and_set(monkeypatch)
+    hash_type, set_type = value_types.HASH, value_types.SET
     h = Hash.from_pairs([(b"f", b"v")])
     stored = hash_type.to_bytes(h)  # type: ignore[misc]
     assert vt.BY_TYPE["hash"].decode(stored).items() == [(b"f", b"v")]

@@ -556,22 +556,16 @@ def test_key_partitions_cover_every_key_once(typed: tuple[Engine, str], parts: i
             assert len(got) == len(set(got)) == 304
 
 
-def test_hash_and_set_tables_switch_on_with_their_types(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """hash_fields (with each field's expiry) and set_members, read in process once the types
-    are registered; before that, asking for them is an unknown table."""
+def test_hash_and_set_tables(tmp_path: Path) -> None:
+    """hash_fields (with each field's expiry) and set_members, read in process."""
     from streamkeep.engine.model import value_types
     from streamkeep.engine.model.hashes import Hash
     from streamkeep.engine.model.sets import RSet
     from streamkeep.snapshot.writer import write_snapshot
     from streamkeep.tools.export.datasource import value_schema
     from streamkeep.tools.value_tables import BY_TABLE
-    from tests.support.extra_types import register_hash_and_set
 
-    if "hash" not in value_types.BY_NAME:
-        with pytest.raises(Exception, match="unknown table 'hash_fields'"):
-            StreamkeepReader({"path": str(tmp_path), "table": "hash_fields"})
-    hash_type, set_type = register_hash_and_set(monkeypatch)
+    hash_type, set_type = value_types.HASH, value_types.SET
     engine = typed_engine()
     h = Hash.from_pairs([(b"f1", b"v1"), (b"f\xff", b"v2")])
     h.set_field_expiry(b"f1", FAR)

@@ -231,12 +231,12 @@ def test_dump_renders_hashes_sets_and_lists_once_registered(
     from streamkeep.engine.model import lists
     from streamkeep.engine.model.hashes import Hash
     from streamkeep.engine.model.sets import RSet
+    from streamkeep.engine.model.value_types import HASH as hash_type
     from streamkeep.engine.model.value_types import LIST
+    from streamkeep.engine.model.value_types import SET as set_type
     from streamkeep.snapshot.writer import write_snapshot
     from streamkeep.tools.inspect import snapshot as inspect_snapshot
-    from tests.support.extra_types import register_hash_and_set
 
-    hash_type, set_type = register_hash_and_set(monkeypatch)
     h = Hash.from_pairs([(b"f1", b"v1"), (b"f2", b"\xff")])
     h.set_field_expiry(b"f2", 4102444800000)
     values: list[list[dict]] = [[{}] for _ in range(
