@@ -2,10 +2,11 @@
 
 Owns `ExpiryCycle`, the engine core's part whose `run` the expiry timer
 (engine.services.expiry_timer) and the server's cron call: a sample of keys looked at
-(engine.commands.expiry decides which and deletes them), then the keys whose sub-keys are due, the DELs logged as one record per database, the clients their deletion made
-ready woken, and the cycle's time counted (INFO's expire_cycle_cpu_milliseconds, the latency
-monitor's "expire-cycle" event), and INFO keyspace's `avg_ttl`, the running estimate of each
-database's TTLs Redis's cycle keeps from the keys it samples. Must not touch: which keys expire
+(engine.commands.expiry decides which and deletes them), then the keys whose sub-keys are
+due, the DELs logged as one record per database, the clients their deletion made ready woken,
+and the cycle's time counted (INFO's expire_cycle_cpu_milliseconds, the latency monitor's
+"expire-cycle" event), and INFO keyspace's `avg_ttl`, the running estimate of each database's
+TTLs Redis's cycle keeps from the keys it samples. Must not touch: which keys expire
 (engine.commands.expiry), files.
 """
 
@@ -65,11 +66,8 @@ class ExpiryCycle:
                 session.db = index
                 ctx = Ctx(state, session, now)
                 removed += active_expire(ctx)
-                if ctx.effects:
-                    try:
-                        self.records.commit(ctx, index)
-                    except ReplyError:  # not logged: rolled back with the state (MISCONF)
-                        break
+                if not self._logged(ctx, index):
+                    break
             removed += self._expire_subkeys(session, now)
             if state.waiters.ready:
                 self.waiting.serve_ready()
@@ -86,12 +84,20 @@ class ExpiryCycle:
             session.db = index
             ctx = Ctx(state, session, now)
             removed += active_expire_subkeys(ctx)
-            if ctx.effects:
-                try:
-                    self.records.commit(ctx, index)
-                except ReplyError:  # not logged: rolled back with the state (MISCONF)
-                    break
+            if not self._logged(ctx, index):
+                break
         return removed
+
+    def _logged(self, ctx: Ctx, index: int) -> bool:
+        """A database's deletions (if any) logged as one record; False when they could not be
+        (MISCONF: rolled back with the state, and the pass stops)."""
+        if not ctx.effects:
+            return True
+        try:
+            self.records.commit(ctx, index)
+        except ReplyError:
+            return False
+        return True
 
     def _cycle_ran(self, nanos: int) -> None:
         """The cycle's time (lock held): INFO's expire_cycle_cpu_milliseconds and the latency
