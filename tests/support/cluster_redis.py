@@ -1,0 +1,66 @@
+"""A redis-server in cluster mode, the oracle for what a cluster node answers on its own
+(CLUSTER KEYSLOT and the like).
+
+`cluster_redis` is a module-scoped fixture (import it into the test module:
+`from tests.support.cluster_redis import cluster_redis`) yielding a tools.servers.RedisServer
+(`.host`, `.port`) started with `--cluster-enabled yes` in a temporary directory of its own,
+which holds its cluster config file; at teardown the server is stopped (SIGKILL if it does
+not stop in time) and the directory removed. The node serves no slot and knows no other node:
+enough for the commands that need neither.
+
+Its cluster bus listens on a port of its own (`--cluster-port`): by default Redis puts the bus
+at the client port + 10000, and refuses to start on a client port above 55535, where a free
+port may well be.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streamkeep.tools.servers import RedisServer, ServerFailed, free_port
+
+STARTUP_TIMEOUT = 10.0
+STOP_TIMEOUT = 5.0
+ATTEMPTS = 3  # a bus port taken before the node bound it: another port, in another directory
+
+
+def start_cluster_node(root: Path) -> RedisServer:
+    """A running cluster-enabled redis-server whose files are under `root`; ServerFailed, with
+    its log's tail, when none starts."""
+    failure = ServerFailed("no attempt")
+    for attempt in range(ATTEMPTS):
+        node = RedisServer(str(root / f"node-{attempt}"), None,
+                           extra=("--cluster-enabled", "yes",
+                                  "--cluster-config-file", "nodes.conf",
+                                  "--cluster-port", str(free_port())),
+                           start_timeout=STARTUP_TIMEOUT, stop_timeout=STOP_TIMEOUT,
+                           track=False)
+        try:
+            return node.start()  # (it tries another client port itself)
+        except ServerFailed as err:  # nothing is left running
+            failure = err
+            if "Address already in use" not in str(err):
+                break
+    raise failure
+
+
+@pytest.fixture(scope="module")
+def cluster_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server not found on PATH (make dev installs it)", pytrace=False)
+    root = tmp_path_factory.mktemp("cluster-redis")
+    try:
+        try:
+            node = start_cluster_node(root)
+        except ServerFailed as err:
+            pytest.fail(str(err), pytrace=False)
+        try:
+            yield node
+        finally:
+            node.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
