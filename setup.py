@@ -85,6 +85,7 @@ COMPILED = [
     "engine/exec/table.py",
     "engine/exec/pubsub.py",
     "engine/exec/scripting.py",
+    "engine/exec/cluster.py",
     "engine/commands/expiry.py",
     "engine/commands/groups.py",
     "engine/commands/idmp.py",

@@ -169,6 +169,16 @@ def _add_url(sub: Any) -> None:
     p_url.set_defaults(func=url.main)
 
 
+def _add_cluster(sub: Any) -> None:
+    from streamkeep.tools import cluster
+
+    p_cluster = sub.add_parser("cluster", help=cluster.HELP, description=cluster.HELP,
+                               epilog=cluster.EPILOG,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    cluster.add_arguments(p_cluster)
+    p_cluster.set_defaults(func=cluster.main)
+
+
 def _add_commands(sub: Any) -> None:
     p_commands = sub.add_parser("commands", help="print the command table as markdown")
     p_commands.set_defaults(func=_cmd_commands)
@@ -184,6 +194,8 @@ _COMMANDS: list[tuple[tuple[str, ...], tuple[str, ...], Callable[[Any], None]]] 
     (("demo",), ("run a short end-to-end demonstration",), _add_demo),
     (("bench",), ("run the benchmark suite",), _add_bench),
     (("serve",), ("run the Redis-compatible network server",), _add_serve),
+    (("cluster",), ("make a cluster of streamkeep nodes from a fixed topology, check it, "
+                    "report it",), _add_cluster),
     (("aof", "restore", "snapshot"),
      ("offline aof inspection commands", "point-in-time recovery into a new data directory",
       "offline snapshot inspection commands"), _add_inspect),

@@ -30,6 +30,8 @@ EPILOG = """examples:
   streamkeep serve --dir ./copy --port 6391 --replicaof redis.internal 6379
                                              a durable copy of a redis-server's
                                              streams
+  streamkeep serve --cluster-enabled yes     a cluster of one node: every hash
+                                             slot, for cluster clients
   streamkeep serve --config streamkeep.conf  redis.conf syntax (replicaof, ...)
   streamkeep serve --unixsocket /run/sk.sock --unixsocketperm 700
                                              a Unix socket as well as the port
@@ -93,6 +95,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="whether TLS clients must present a certificate (default yes)")
     parser.add_argument("--tls-replication", choices=("yes", "no"),
                         help="connect to the primary (--replicaof) over TLS")
+    parser.add_argument("--cluster-enabled", choices=("yes", "no"),
+                        help="serve as a Redis Cluster node (alone: every hash slot, so a "
+                             "cluster client works against this one process)")
+    parser.add_argument("--cluster-config-file", metavar="FILE",
+                        help="the node's id and topology, in the data directory (default "
+                             "nodes.conf)")
     parser.add_argument("--config", metavar="FILE",
                         help="config file in redis.conf syntax (options below override it)")
     parser.add_argument("--loglevel", choices=("debug", "verbose", "notice", "warning"),
@@ -134,10 +142,11 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("dir", "port", "bind", "appendfsync", "requirepass", "loglevel", "replicaof",
                  "masterauth", "aof_segment_max_bytes", "unixsocket", "unixsocketperm",
                  "masteruser", "tls_port", "tls_cert_file", "tls_key_file", "tls_ca_cert_file",
-                 "tls_auth_clients", "tls_replication"):
+                 "tls_auth_clients", "tls_replication", "cluster_enabled",
+                 "cluster_config_file"):
         value = getattr(args, name, None)
         if value is not None:
-            settings[name.replace("_", "-") if name.startswith(("tls_", "master"))
+            settings[name.replace("_", "-") if name.startswith(("tls_", "master", "cluster_"))
                      else name] = value
     settings.setdefault("dir", DEFAULT_DIR)
     settings.setdefault("port", DEFAULT_PORT)

@@ -506,7 +506,7 @@ def _info_latencystats(engine: EngineState) -> Fields:
 
 
 def _info_cluster(engine: EngineState) -> Fields:
-    return [("cluster_enabled", 0)]
+    return [("cluster_enabled", 0 if engine.cluster is None else 1)]
 
 
 def _info_keyspace(engine: EngineState) -> Fields:

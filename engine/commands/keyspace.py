@@ -328,6 +328,8 @@ def parse_db_index(arg: bytes) -> int:
          summary="Changes the selected database.", syntax="index:integer")
 def select(ctx: Ctx, argv: Argv) -> str:
     index = parse_db_index(argv[1])
+    if index != 0 and ctx.engine.cluster is not None:  # (a cluster has database 0 only)
+        raise ReplyError("ERR SELECT is not allowed in cluster mode")
     if index < 0 or index >= len(ctx.engine.dbs):
         raise ReplyError("ERR DB index is out of range")
     ctx.session.db = index

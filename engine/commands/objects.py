@@ -217,6 +217,8 @@ def copy(ctx: Ctx, argv: Argv) -> int:
     src, dst = argv[1], argv[2]
     dst_db, replace = _copy_options(ctx, argv)
     here = ctx.session.db
+    if ctx.engine.cluster is not None and (here != 0 or dst_db != 0):
+        raise ReplyError("ERR Copying to another database is not allowed in cluster mode")
     if dst_db == here and src == dst:
         raise ReplyError("ERR source and destination objects are the same")
     found = lookup(ctx, src)

@@ -26,6 +26,8 @@ POSITIVE = "value is out of range, must be positive"
 
 
 def _replicaof(ctx: Ctx, argv: Argv) -> str:
+    if ctx.engine.cluster is not None:  # (a node's primary is its topology's)
+        raise ReplyError("ERR REPLICAOF not allowed in cluster mode.")
     host, port_arg = argv[1], argv[2]
     replication = ctx.engine.replication
     if is_word(host, b"no") and is_word(port_arg, b"one"):

@@ -19,6 +19,7 @@ from streamkeep.aof import codec
 from streamkeep.engine.exec import lua_host
 from streamkeep.engine.model import (
     ids,
+    keyslot,
     lcs,
     listpack,
     packed_columns,
@@ -32,7 +33,7 @@ from streamkeep.snapshot import rdb
 
 # The kernel facades no value type's model imports (importing one is what registers it).
 FACADES = (request_parser, reply_encoder, argv, ids, listpack, packed_node, pel_search, pel_claim,
-           lcs, packed_columns, codec, rdb, lua_host)
+           lcs, keyslot, packed_columns, codec, rdb, lua_host)
 
 
 def kernels() -> dict[str, str]:

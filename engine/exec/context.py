@@ -27,7 +27,7 @@ class Session:
 
     __slots__ = ("db", "ctx", "multi", "multi_failed", "watched", "dirty", "client", "name",
                  "lastcmd", "write_lsn", "from_primary", "subscriber", "user", "acl_generation",
-                 "acl_unrestricted", "acl_plans")
+                 "acl_unrestricted", "acl_plans", "readonly", "asking")
 
     def __init__(self, db: int = 0) -> None:
         self.db = db
@@ -56,6 +56,10 @@ class Session:
         self.acl_generation = -1
         # Its user's quick answers by command (engine.runtime.acl_fast), for that generation.
         self.acl_plans: dict[str, Any] = {}
+        # A cluster node's client flags (engine.exec.cluster): READONLY (reads of its primary's
+        # slots served on a replica) and ASKING (its next command may use an importing slot).
+        self.readonly = False
+        self.asking = False
 
 
 class Block:

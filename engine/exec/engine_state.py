@@ -29,6 +29,7 @@ from streamkeep.engine.exec.settings import config_set
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.blocking import WaiterRegistry
+    from streamkeep.engine.exec.cluster import Topology
     from streamkeep.engine.exec.context import Ctx, Session
     from streamkeep.engine.exec.interfaces import (
         ConfigHook,
@@ -95,6 +96,9 @@ class EngineState:
     # server's): None while the engine has none, as an embedded one never does.
     acl: Any
     acl_generation: int  # bumped at every change of the users (sessions re-check theirs)
+    # A cluster node's topology (engine.exec.cluster; set by the server in cluster mode): its
+    # clients' commands are routed by their keys' slots. None: not a cluster node.
+    cluster: Topology | None
     info_sections: dict[str, InfoSection]  # INFO sections a service serves
     # What INFO reports of the engine itself.
     started_ms: int

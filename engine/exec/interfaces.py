@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from streamkeep.aof.fs import FileSystem
 
 Fields = list[tuple[str, Any]]
 InfoSection = Callable[[], Fields]  # an INFO section's fields, computed when asked
@@ -93,9 +96,11 @@ class PersistenceStatus:
 
 
 class Persistence(Protocol):
-    """A data directory as the engine's commands use it (SAVE, BGSAVE, LASTSAVE, INFO, CONFIG)."""
+    """A data directory as the engine's commands use it (SAVE, BGSAVE, LASTSAVE, INFO, CONFIG),
+    and its file layer for the other files a server keeps there (a cluster node's topology)."""
 
     path: str
+    fs: FileSystem
 
     @property
     def repl_id(self) -> str:

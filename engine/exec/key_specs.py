@@ -141,12 +141,14 @@ def _search_begin(ks: KeySpec, argv: Sequence[bytes]) -> int:
     return 0
 
 
-def _keys_from_specs(specs: tuple[KeySpec, ...], argv: Sequence[bytes]) -> Keys | None:
-    """Redis's getKeysUsingKeySpecs: None when a spec is invalid for this argv (or incomplete)."""
+def _keys_from_specs(specs: tuple[KeySpec, ...], argv: Sequence[bytes],
+                     not_keys: bool = False) -> Keys | None:
+    """Redis's getKeysUsingKeySpecs: None when a spec is invalid for this argv (or incomplete);
+    the specs flagged NOT_KEY too with `not_keys` (the sharded channels a cluster routes)."""
     found: Keys = []
     argc = len(argv)
     for ks in specs:
-        if ks.has("not_key"):
+        if not not_keys and ks.has("not_key"):
             continue
         first = _search_begin(ks, argv)
         if first < 0:
@@ -200,6 +202,15 @@ def key_positions(spec: CommandSpec, argv: Sequence[bytes]) -> Keys:
     return finder(argv) if finder is not None else []
 
 
+def slot_positions(spec: CommandSpec, argv: Sequence[bytes]) -> Keys:
+    """The positions a cluster node hashes to route argv: its keys, or a sharded Pub/Sub
+    command's channels (whose specs are NOT_KEY: not keys to ACL or GETKEYS, but slots all
+    the same)."""
+    if spec.key_specs and all(ks.has("not_key") for ks in spec.key_specs):
+        return _keys_from_specs(spec.key_specs, argv, not_keys=True) or []
+    return key_positions(spec, argv)
+
+
 def keys_and_flags(spec: CommandSpec, argv: Sequence[bytes]) -> list[tuple[bytes, frozenset[str]]]:
     """Each key of argv (argv[0] the command's name, argv[1] a subcommand's) with its key-spec
     flags (reply spellings: "RW", "access", ...), in Redis's order."""
@@ -236,4 +247,5 @@ def legacy_range(specs: tuple[KeySpec, ...]) -> tuple[tuple[int, int, int], bool
 
 
 __all__ = ["FLAG_NAMES", "FLAG_ORDER", "NO_FLAGS", "KeyFinder", "KeySpec", "Keys", "has_keys",
-           "key_positions", "keys_and_flags", "legacy_range", "numkeys", "parse_key_specs"]
+           "key_positions", "keys_and_flags", "legacy_range", "numkeys", "parse_key_specs",
+           "slot_positions"]

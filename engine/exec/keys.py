@@ -33,12 +33,13 @@ touch: any one type's values (a type is reached through its `ValueType`), replie
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Sequence, Sized
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from itertools import chain
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.notify import EXPIRED, GENERIC, KEY_MISS
+from streamkeep.engine.exec.table import lookup as command_of
 from streamkeep.engine.model.effects import del_effect
 from streamkeep.engine.model.value_types import STREAM, TYPES, ValueType
 from streamkeep.engine.wire.errors import WRONGTYPE, ReplyError
@@ -381,3 +382,94 @@ def _subexpiry_of(engine: EngineState, db: int, key: bytes) -> int | None:
             assert vt.min_subexpiry is not None
             return vt.min_subexpiry(value)
     return None
+
+
+# --- the keys a record changes ----------------------------------------------------------------
+
+ALL_DATABASES: Final = -1  # effect_keys: a FLUSHALL
+# An effect's key range by its name as logged (b"XADD"): (first, last, step) from the command
+# table; these markers for the effects that are not a range: a SELECT, a flush, a command
+# with subcommands (its range is its subcommand's).
+_SELECT: Final = (-1, 0, 0)
+_FLUSHDB: Final = (-2, 0, 0)
+_FLUSHALL: Final = (-3, 0, 0)
+_BY_SUBCOMMAND: Final = (-4, 0, 0)
+_EFFECT_RANGES: Final[dict[bytes, tuple[int, int, int]]] = {}
+
+
+def _effect_range(effect: Sequence[Any]) -> tuple[int, int, int]:
+    name = effect[0]
+    if type(name) is not bytes:  # (a decoded record's may be another bytes-like object)
+        name = bytes(name)
+    found = _EFFECT_RANGES.get(name)
+    if found is None:
+        lowered = name.lower()
+        if lowered == b"select":
+            found = _SELECT
+        elif lowered == b"flushdb":
+            found = _FLUSHDB
+        elif lowered == b"flushall":
+            found = _FLUSHALL
+        else:
+            spec = command_of(tuple(effect), allow_internal=True)
+            found = (_BY_SUBCOMMAND if len(effect) > 1 and spec.name.find("|") >= 0
+                     else (spec.first_key, spec.last_key, spec.key_step))
+        _EFFECT_RANGES[name] = found
+    if found[0] == -4:  # (_BY_SUBCOMMAND)
+        spec = command_of(tuple(effect), allow_internal=True)
+        return spec.first_key, spec.last_key, spec.key_step
+    return found
+
+
+def effect_keys(db: int, effects: Iterable[Any]) -> list[tuple[int, bytes | None]]:
+    """The keys a record's effects change, as (database, key), their key positions the command
+    table's (`db`: the database the record starts in; a SELECT moves on): (db, None) for a
+    FLUSHDB of db, (ALL_DATABASES, None) for a FLUSHALL."""
+    out: list[tuple[int, bytes | None]] = []
+    for effect in effects:
+        first, last, step = _effect_range(effect)
+        if first <= 0:
+            if first == -1:  # SELECT
+                db = int(effect[1])
+            elif first == -2:  # FLUSHDB
+                out.append((db, None))
+            elif first == -3:  # FLUSHALL
+                out.append((ALL_DATABASES, None))
+            continue
+        end = len(effect) - 1 if last < 0 else min(last, len(effect) - 1)
+        for i in range(first, end + 1, step or 1):
+            out.append((db, effect[i]))
+    return out
+
+
+def add_db0_keys(keys: set[bytes], db: int, effects: list[Any]) -> bool:
+    """`effect_keys` for a cluster node, whose one database is 0, in a few steps per effect
+    (every write's record passes here): the keys of database 0 the effects change added to
+    `keys`; a flush of database 0 (or of all) empties `keys` of what came before it, and makes
+    this return True."""
+    flushed = False
+    for effect in effects:
+        first, last, step = _effect_range(effect)
+        if first <= 0:
+            if first == -1:
+                db = int(effect[1])
+            elif first == -3 or (first == -2 and db == 0):
+                keys.clear()
+                flushed = True
+            continue
+        if db != 0:
+            continue
+        n = len(effect)
+        end = n - 1 if last < 0 or last >= n else last
+        if step <= 0:
+            step = 1
+        i = first
+        if isinstance(effect, list):  # (the common case: a list's items read directly)
+            while i <= end:
+                keys.add(effect[i])
+                i += step
+            continue
+        while i <= end:
+            keys.add(effect[i])
+            i += step
+    return flushed

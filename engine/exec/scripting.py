@@ -40,6 +40,7 @@ import time
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
+from streamkeep.engine.exec.cluster import CROSSSLOT, DOWN, DOWN_READ_ONLY, UNBOUND
 from streamkeep.engine.exec.context import Block, Later, MultiCtx, ScriptCtx
 from streamkeep.engine.exec.script_libs import (
     MAXCSTACK,
@@ -55,6 +56,7 @@ from streamkeep.engine.exec.script_libs import (
 from streamkeep.engine.exec.settings import REDIS_VERSION
 from streamkeep.engine.exec.table import Argv, Flag, resolve
 from streamkeep.engine.model.effects import select_effect
+from streamkeep.engine.model.keyslot import key_slot
 from streamkeep.engine.wire.args import parse_int
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 from streamkeep.engine.wire.reply import (
@@ -67,8 +69,10 @@ from streamkeep.engine.wire.reply import (
 )
 
 if TYPE_CHECKING:
+    from streamkeep.engine.exec.cluster import Topology
     from streamkeep.engine.exec.context import Ctx
     from streamkeep.engine.exec.engine_state import EngineState
+    from streamkeep.engine.exec.table import CommandSpec
 
 log: Final = logging.getLogger("streamkeep.scripting")
 
@@ -87,6 +91,7 @@ REPLY_REPEATS = ("ERR the script's reply repeats a table more than 8000 times (a
                  "itself twice?)")
 RO_WRITE: Final = "ERR Write commands are not allowed from read-only scripts."
 RO_SCRIPT: Final = "ERR Can not execute a script with write flag using *_ro command."
+NO_CLUSTER: Final = "ERR Can not run script on cluster, 'no-cluster' flag is set."
 
 # The Lua heap's cap: enough for any reasonable script, far below what would hurt the server.
 LUA_MAX_MEMORY = 256 << 20
@@ -196,7 +201,7 @@ class Run:
 
     __slots__ = ("session", "sha", "started", "read_only", "dirty", "killed", "timed_out",
                  "shutdown", "resp", "record_db", "ctx", "out_of_memory", "next_check",
-                 "is_function", "calls")
+                 "is_function", "calls", "slot", "cross_slot")
 
     def __init__(self, ctx: Ctx, sha: str, read_only: bool) -> None:
         self.ctx = ctx
@@ -218,6 +223,11 @@ class Run:
         # The context its redis.calls run in, as EXEC's commands do (made on the first one,
         # reset by each: see EngineState.run_script_command).
         self.calls: MultiCtx | None = None
+        # On a cluster node: the slot its commands' keys must share (its declared keys' when
+        # it has some; else its first command's), unless it may cross slots (a script without
+        # a shebang, or flagged allow-cross-slot-keys).
+        self.slot = -1
+        self.cross_slot = True
 
 
 # A command's argv as a script's run takes it (its KEYS and ARGV are a range of it).
@@ -226,6 +236,45 @@ ScriptArgv = tuple[bytes, ...] | list[bytes]
 _MAP_END = object()  # _to_reply's marker: a RESP3 map's values are all converted
 _NEGATIVE_ZERO = object()  # a -0 a Lua library function returns (the host would make it 0)
 _MANY = object()  # a Lua library function's results come in a table
+
+
+def _cluster_run(run: Run, flags: int, argv: ScriptArgv, first: int, nkeys: int) -> None:
+    """A cluster node's rules for the run (scriptPrepareForRun): whether its commands may
+    cross slots, and the slot its declared keys chose (processCommand has checked they share
+    it)."""
+    if run.ctx.engine.cluster is None:
+        return
+    run.cross_slot = bool(flags & FLAG_COMPAT or flags & FLAG_CROSS_SLOT)
+    if nkeys > 0:
+        run.slot = key_slot(argv[first])
+
+
+# scriptVerifyClusterState's lines, by the refusal a client's command would have met.
+_CLUSTER_LINES: Final = {
+    DOWN_READ_ONLY: "ERR Script attempted to execute a write command while the cluster is "
+                    "down and readonly",
+    DOWN: "ERR Script attempted to execute a command while the cluster is down",
+    UNBOUND: "ERR Script attempted to access a slot not served",
+}
+
+
+def _cluster_check(run: Run, cluster: Topology, spec: CommandSpec, argv: Argv) -> None:
+    """A script's command on a cluster node (scriptVerifyClusterState): refused when a
+    client's would be (its keys elsewhere, across slots, the cluster down), or when it uses
+    another slot than the script's so far and the script may not cross slots."""
+    line, slot = cluster.judge(run.session, spec, argv)
+    if line is not None:
+        if line == CROSSSLOT:
+            raise ReplyError(f"ERR Command '{spec.name}' in script attempted to access keys "
+                             "that don't hash to the same slot")
+        raise ReplyError(_CLUSTER_LINES.get(
+            line, "ERR Script attempted to access a non local key in a cluster node"))
+    if slot != -1 and not run.cross_slot:
+        if run.slot == -1:
+            run.slot = slot
+        elif run.slot != slot:
+            raise ReplyError("ERR Script attempted to access keys that do not hash to the same "
+                             "slot")
 
 
 def _out_of_memory(sha: str) -> ReplyError:
@@ -449,6 +498,8 @@ class Scripting:
         if self.running is not None:  # pragma: no cover - the engine runs one command at a time
             raise ReplyError(BUSY)
         flags = script.flags
+        if not flags & FLAG_COMPAT and flags & FLAG_NO_CLUSTER and ctx.engine.cluster is not None:
+            raise ReplyError(NO_CLUSTER)
         if not flags & FLAG_COMPAT and not flags & FLAG_NO_WRITES:
             engine = ctx.engine
             if engine.read_only is not None and not ctx.session.from_primary:
@@ -457,6 +508,7 @@ class Scripting:
                 raise ReplyError(RO_SCRIPT)
         ro = read_only or (not flags & FLAG_COMPAT and bool(flags & FLAG_NO_WRITES))
         run = self.running = Run(ctx, script.sha, ro)
+        _cluster_run(run, flags, argv, first, nkeys)
         try:
             return self._execute(run, script, argv, first, nkeys)
         except ReplyError:
@@ -790,6 +842,8 @@ class Scripting:
         db = session.db
         if spec.is_write:  # from now on SCRIPT KILL cannot stop it (Redis: even if it fails)
             run.dirty = True
+        if engine.cluster is not None and not session.from_primary:
+            _cluster_check(run, engine.cluster, spec, argv)
         calls = run.calls
         if calls is None:
             calls = run.calls = ScriptCtx(engine, session, ctx.now)
@@ -1017,6 +1071,8 @@ class Scripting:
         replies consult: one script runs at a time, function or not."""
         if self.running is not None or shared.running is not None:  # pragma: no cover
             raise ReplyError(busy_line(shared))
+        if script.flags & FLAG_NO_CLUSTER and ctx.engine.cluster is not None:
+            raise ReplyError(NO_CLUSTER)
         if not script.flags & FLAG_NO_WRITES:
             if ctx.engine.read_only is not None and not ctx.session.from_primary:
                 raise ReplyError("READONLY Can not run script with write flag on readonly replica")
@@ -1025,6 +1081,7 @@ class Scripting:
         run = self.running = shared.running = Run(ctx, script.sha,
                                                   read_only or bool(script.flags & FLAG_NO_WRITES))
         run.is_function = True
+        _cluster_run(run, script.flags, argv, first, nkeys)
         try:
             return self._execute(run, script, argv, first, nkeys)
         except ReplyError:

@@ -474,6 +474,12 @@ class Param:
         return [(f"{name} {self.format(value)}", value != default)]
 
 
+def _apply_cluster(engine: EngineState) -> None:
+    """A cluster setting changed: the node's topology reads it (no-op outside cluster mode)."""
+    if engine.cluster is not None:
+        engine.cluster.configure(engine.config)
+
+
 def _must_be(expected: Any, why: str) -> Callable[[Any], None]:
     def check(value: Any) -> None:
         if value != expected:
@@ -727,6 +733,34 @@ _PARAMS: list[Param] = [
           summary="a replica connects to its primary over TLS"),
     Param("tls-cluster", "bool", False, check=_must_be(False, "streamkeep has no cluster bus"),
           summary="always no: there is no cluster bus"),
+    # Cluster mode (engine.exec.cluster; the server sets a node's topology up): Redis's names.
+    Param("cluster-enabled", "bool", False, mutable=False,
+          summary="serve as a Redis Cluster node: keys routed by hash slot (alone: every slot)"),
+    Param("cluster-config-file", "string", "nodes.conf", mutable=False,
+          summary="the file in the data directory that keeps the node's id and topology"),
+    Param("cluster-node-timeout", "int", 15000, hi=LLONG_MAX,
+          summary="milliseconds without an answer after which a node counts as failing"),
+    Param("cluster-port", "int", 0, mutable=False, hi=65535,
+          summary="the cluster bus port shown for this node (0: port + 10000); no bus listens"),
+    Param("cluster-announce-ip", "string", "", hook=_apply_cluster,
+          summary="the address this node gives clients in MOVED and CLUSTER replies"),
+    Param("cluster-announce-port", "int", 0, hi=65535, hook=_apply_cluster,
+          summary="the port this node gives clients (0: the one it listens on)"),
+    Param("cluster-announce-tls-port", "int", 0, hi=65535, hook=_apply_cluster,
+          summary="the TLS port this node gives clients (0: tls-port)"),
+    Param("cluster-announce-bus-port", "int", 0, hi=65535, hook=_apply_cluster,
+          summary="the bus port shown for this node (0: cluster-port)"),
+    Param("cluster-announce-hostname", "string", "", hook=_apply_cluster,
+          summary="a hostname shown for this node in CLUSTER SLOTS, SHARDS and NODES"),
+    Param("cluster-preferred-endpoint-type", "enum", "ip",
+          choices=("ip", "hostname", "unknown-endpoint"), hook=_apply_cluster,
+          summary="what MOVED and CLUSTER SLOTS name a node by: its ip, its hostname or '?'"),
+    Param("cluster-require-full-coverage", "bool", True, hook=_apply_cluster,
+          summary="the cluster is down (CLUSTERDOWN) while any slot has no owner"),
+    Param("cluster-allow-reads-when-down", "bool", False, hook=_apply_cluster,
+          summary="serve reads while the cluster is down"),
+    Param("cluster-allow-pubsubshard-when-down", "bool", True, hook=_apply_cluster,
+          summary="serve sharded Pub/Sub while the cluster is down"),
     Param("dir", "string", "", mutable=False, live=_live_dir, rewrite_live=True,
           summary="the data directory (AOF segments, snapshot, manifest)"),
     # The Unix socket listener (engine.server.shared_mode); a shared server's is its

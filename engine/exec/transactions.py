@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.context import Ctx
-from streamkeep.engine.exec.table import ANY_EFFECTS, Argv, CommandSpec, Flag, command, lookup
+from streamkeep.engine.exec.keys import ALL_DATABASES, effect_keys
+from streamkeep.engine.exec.table import ANY_EFFECTS, Argv, CommandSpec, Flag, command
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply import NULL_ARRAY
 
@@ -92,24 +93,11 @@ class WatchRegistry:
 
     def touch_effects(self, db: int, effects: Iterable[Any]) -> None:
         """Mark the keys a record's effects change (their key positions in the command table)."""
-        for effect in effects:
-            name = bytes(effect[0]).lower()
-            if name == b"select":
-                db = int(effect[1])
-                continue
-            if name == b"flushdb":
-                self.touch_where((db,))
-                continue
-            if name == b"flushall":
-                self.touch_where(None)
-                continue
-            spec = lookup(tuple(effect), allow_internal=True)
-            first, last, step = spec.first_key, spec.last_key, spec.key_step
-            if first <= 0:
-                continue
-            end = len(effect) - 1 if last < 0 else min(last, len(effect) - 1)
-            for i in range(first, end + 1, step or 1):
-                self.touch(db, effect[i])
+        for key_db, key in effect_keys(db, effects):
+            if key is not None:
+                self.touch(key_db, key)
+            else:
+                self.touch_where(None if key_db == ALL_DATABASES else (key_db,))
 
 
 # --- the commands ----------------------------------------------------------------------------

@@ -165,6 +165,7 @@ class EngineCore(EngineState):
         # replica's write commands are refused with this line (None: writes are accepted).
         self.replication = None
         self.read_only = None
+        self.cluster = None  # a cluster node's topology (engine.exec.cluster), set by its server
         # Hooks the services register when they attach (engine.exec.interfaces): CONFIG SET
         # runs config_hooks[name] after storing a new value; INFO asks info_sections first.
         self.config_hooks = {}
@@ -380,6 +381,8 @@ class EngineCore(EngineState):
             if entry is None:
                 return queued, 0
         session.lastcmd = entry.name
+        if self.cluster is not None:  # a cluster node: the keys' slots decide
+            self.dispatch.route(session, entry, argv)
         # One context per session, reset per command: commands run one at a time under the
         # lock and no handler keeps its context.
         ctx = session.ctx

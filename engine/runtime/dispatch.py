@@ -1,5 +1,5 @@
 """Which entry runs a command: the dispatch table, the command table's refusals, MULTI's
-queueing.
+queueing; and a cluster node's routing of a client's command by its keys' slots (`route`).
 
 Owns `Entry` (a command as this engine runs it) and `Dispatch`, the engine core's part that
 finds it: the table that maps each common spelling of a plain command to its entry (the core
@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.engine.exec.cluster import FIRST_KEY, NO_KEYS, slot_plan
 from streamkeep.engine.exec.stats import CommandCounters
 from streamkeep.engine.exec.table import FAST_DISPATCH, lookup, resolve
-from streamkeep.engine.exec.transactions import RUN_IN_MULTI, queue_in_multi
+from streamkeep.engine.exec.transactions import RUN_IN_MULTI, end_transaction, queue_in_multi
 from streamkeep.engine.runtime.acl_gate import refusal as acl_refusal
 from streamkeep.engine.runtime.acl_gate import unrestricted
 from streamkeep.engine.runtime.refusals import refuse
@@ -34,7 +35,8 @@ class Entry:
     and this engine's counters for it. The dispatch table maps each common spelling of a
     plain command to its entry; any other command gets one when it is looked up."""
 
-    __slots__ = ("handler", "min_args", "max_args", "is_write", "name", "counters", "spec")
+    __slots__ = ("handler", "min_args", "max_args", "is_write", "name", "counters", "spec",
+                 "slot_plan")
 
     def __init__(self, spec: CommandSpec, counters: CommandCounters) -> None:
         assert spec.handler is not None  # (lookup never returns a container without one)
@@ -45,6 +47,7 @@ class Entry:
         self.is_write = spec.is_write
         self.name = spec.name
         self.counters = counters
+        self.slot_plan = slot_plan(spec)  # how a cluster node finds its keys' slot
 
 
 class Dispatch:
@@ -101,6 +104,8 @@ class Dispatch:
                 if refused is not None:
                     session.multi_failed = True
                     raise refuse(state, session, spec, refused) from None
+            if state.cluster is not None and spec.name not in RUN_IN_MULTI:
+                self.route(session, self.entry_of(spec), argv)  # (judged as it is queued)
             try:
                 queued = queue_in_multi(state, session, spec, argv)
             except ReplyError as err:
@@ -108,6 +113,34 @@ class Dispatch:
             if queued is not None:
                 return None, queued
         return self.entry_of(spec), None
+
+    def route(self, session: Session, entry: Entry, argv: Argv) -> None:
+        """A cluster node's judgement of a client's command (Redis's processCommand): nothing
+        when its keys are served here, else the redirection or refusal raised, counted as a
+        rejected call. Inside MULTI the transaction then fails at EXEC; a refused EXEC (its
+        transaction's keys judged together) discards the transaction and says why plainly."""
+        state = self.state
+        cluster = state.cluster
+        plan = entry.slot_plan
+        if cluster is None or session.from_primary or plan == NO_KEYS:
+            return
+        if plan == FIRST_KEY and cluster.whole:  # a node alone: any one key is its own
+            return
+        spec = entry.spec
+        queued = None
+        if spec.name == "exec":
+            queued = session.multi
+            if queued is None:  # (EXEC without MULTI: its own error)
+                return
+        line = cluster.refusal(session, spec, argv, queued)
+        if line is None:
+            return
+        err = ReplyError(line)
+        if queued is not None:
+            end_transaction(state, session)
+            state.stats.rejected(state.stats.counters(spec.name), line)
+            raise err
+        raise refuse(state, session, spec, err)
 
 
 __all__ = ["Dispatch", "Entry"]

@@ -76,6 +76,9 @@ class Replay:
                     if ctx.effects:  # what handlers emit while replaying is not needed
                         ctx.effects = []
                     core.run_command(ctx, dispatch.effect_entry(argv), argv)
+                if state.cluster is not None:  # a cluster node's keys by slot
+                    state.cluster.slot_keys.note(
+                        state.keyspaces, db, effects if type(effects) is list else list(effects))
             if state.waiters.ready:
                 self.waiting.serve_ready()
         if self.after_commands is not None:
@@ -96,6 +99,8 @@ class Replay:
             space[:] = keyspaces[slot] if slot < len(keyspaces) else [{} for _ in range(count)]
         state.expires[:] = expires if expires is not None else [{} for _ in range(count)]
         state.subexpires[:] = [None] * count  # (engine.exec.keys: rebuilt when next needed)
+        if state.cluster is not None:
+            state.cluster.slot_keys.rebuild(state.keyspaces)
         if not wake:
             return
         waiters = state.waiters

@@ -1241,6 +1241,11 @@ class Server:
             await self._start_tls()
         if self.engine.replication is not None:  # (once the port is known: replicas say it)
             self.engine.replication.serve(self)
+        if self.engine.config.get("cluster-enabled"):  # (its address too: a node announces it)
+            from streamkeep.engine.services.cluster_node import attach as attach_cluster
+
+            with self.engine.lock:
+                attach_cluster(self.engine, self.port, self.tls_port)
 
     def _fit_maxclients(self) -> None:
         """At start, as Redis does: make room for maxclients plus the server's own files in

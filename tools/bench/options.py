@@ -112,7 +112,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip the redis-server reference rows")
     parser.add_argument("--sections", type=section_list, metavar="LIST",
                         help="comma-separated sections to run, of: embedded, aof, redis, "
-                             "snapshot, server, strings, types, lists, hardening, security, "
+                             "snapshot, server, strings, types, lists, cluster, hardening, "
+                             "security, "
                              "replication, "
                              "inspect, export, queue, asyncio, shared, memory, backlog, interop, "
                              "nodes, consume, crashbench (default: all)")

@@ -93,11 +93,12 @@ class StreamkeepServer(_BenchServer, servers.StreamkeepServer):
     name = "streamkeep"
 
     def __init__(self, appendfsync: str = "everysec", replicaof: int | None = None,
-                 data: str | None = None, python: str = sys.executable) -> None:
+                 data: str | None = None, python: str = sys.executable,
+                 extra: Sequence[str] = ()) -> None:
         self.dir = temporaries.temp_directory_path(f"bench-serve-{appendfsync}")
         super().__init__(data or os.path.join(self.dir, "data"), appendfsync,
                          replicaof=replicaof, loglevel="warning", python=python, cwd=self.dir,
-                         log_path=os.path.join(self.dir, "serve.log"))
+                         log_path=os.path.join(self.dir, "serve.log"), extra=extra)
         if replicaof is not None:
             self.name = "streamkeep replica"
 
@@ -109,6 +110,7 @@ class StreamkeepServer(_BenchServer, servers.StreamkeepServer):
         banner = self.banner()
         loop = "uvloop" if "(uvloop)" in banner else "asyncio" if banner else "?"
         replica = "" if self.replicaof is None else f" --replicaof {HOST} {self.replicaof}"
+        replica += "".join(f" {arg}" for arg in self.extra)
         return [f"server: streamkeep {self.version()} on {HOST}:{self.port}, a child process "
                 f"({os.path.basename(self.python)} -m streamkeep serve --appendfsync "
                 f"{self.appendfsync}{replica}; {loop}), data dir under {self.dir}, removed "
@@ -119,6 +121,13 @@ def streamkeep(env: BenchEnv, appendfsync: str = "everysec") -> StreamkeepServer
     """The run's ``streamkeep serve`` child under that policy (started on first use)."""
     return env.shared(f"streamkeep serve --appendfsync {appendfsync}",  # type: ignore[no-any-return]
                       lambda: StreamkeepServer(appendfsync).start())
+
+
+def cluster_node(env: BenchEnv) -> StreamkeepServer:
+    """The run's ``streamkeep serve --cluster-enabled yes``: a cluster node alone (every slot
+    its own), its settings otherwise the shared server's."""
+    return env.shared("streamkeep serve --cluster-enabled yes",  # type: ignore[no-any-return]
+                      lambda: StreamkeepServer(extra=("--cluster-enabled", "yes")).start())
 
 
 def redis_aof(env: BenchEnv, appendfsync: str = "everysec") -> RedisAofServer:

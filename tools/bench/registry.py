@@ -27,7 +27,7 @@ __all__ = ["FIGURES", "NATIVE_TARGETS", "RATIOS", "REPORTS", "SECTIONS", "Benchm
 # The order the sections run and print in (the cheap, in-process ones first).
 SECTIONS: tuple[Section, ...] = (
     speed.EMBEDDED, durability.AOF, speed.REDIS_PY, storage.SNAPSHOT, speed.SERVER,
-    speed.STRINGS, speed.TYPES, speed.LISTS, hardening.HARDENING, security.SECURITY,
+    speed.STRINGS, speed.TYPES, speed.LISTS, speed.CLUSTER, hardening.HARDENING, security.SECURITY,
     replication.REPLICATION, offline.INSPECT, offline.EXPORT, speed.QUEUE, speed.ASYNCIO,
     replication.SHARED, storage.MEMORY, replication.INTEROP, speed.NODES, speed.CONSUME,
     durability.CRASHBENCH, storage.BACKLOG,

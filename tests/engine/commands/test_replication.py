@@ -55,7 +55,8 @@ class StandInReplication:
 
 
 def ctx_with(repl: StandInReplication | None, read_only: str | None = None) -> Any:
-    return SimpleNamespace(engine=SimpleNamespace(replication=repl, read_only=read_only),
+    return SimpleNamespace(engine=SimpleNamespace(replication=repl, read_only=read_only,
+                                                   cluster=None),
                            session=Session(), now=1_000, in_multi=False)
 
 

@@ -66,6 +66,8 @@ Shape = tuple[int, frozenset[str], int, int, int]
 # introduced each), or has a command of its own.
 NOT_IN_REDIS_7_0: dict[str, str] = {
     "xdelex": "Redis 8.2 (reference policies KEEPREF/DELREF/ACKED)",
+    "cluster|myshardid": "Redis 7.2 (a node's shard id)",
+    "cluster|settopology": "streamkeep's own: the topology a controller gives a node",
     "xackdel": "Redis 8.2",
     "xnack": "Redis 8.8",
     "xcfgset": "Redis 8.6 (idempotent producers)",
@@ -99,6 +101,11 @@ NOT_IN_REDIS_7_0: dict[str, str] = {
 
 # Commands both have, declared differently: (streamkeep's entry, redis-server 7.0's entry).
 DIFFERENCES: dict[str, tuple[Shape, Shape]] = {
+    # Redis 7.2 serves CLUSTER SLOTS and SHARDS while loading (their JSON's LOADING flag).
+    "cluster|slots": ((2, frozenset({"loading", "stale"}), 0, 0, 0),
+                      (2, frozenset({"stale"}), 0, 0, 0)),
+    "cluster|shards": ((2, frozenset({"loading", "stale"}), 0, 0, 0),
+                       (2, frozenset({"stale"}), 0, 0, 0)),
     # DEBUG as a container (above): like every container (XGROUP, CLIENT, ...) it carries no
     # flags itself, its subcommands do (admin noscript loading stale, as Redis's DEBUG).
     "debug": ((-2, frozenset(), 0, 0, 0),

@@ -2,8 +2,9 @@
 redis-server (``redis-py``), the network server (``server``), string commands and scripts
 (``strings``), sorted sets, hashes, sets, functions and a task framework (``types``), lists and
 a durable job queue on them (``lists``), the durable work queue (``queue``), the engine in an
-event loop (``asyncio``), packed stream nodes against other checkouts (``nodes``) and the
-consume path against an older one (``consume``).
+event loop (``asyncio``), a cluster node against a plain server (``cluster``), packed
+stream nodes against other checkouts (``nodes``) and the consume path against an older one
+(``consume``).
 
 Owns those sections' rows, targets and figures, the ratios between the embedded and redis-py
 rows (:data:`RATIOS`), the summary tables (:data:`REPORTS`) and the compiled-over-pure target
@@ -31,6 +32,7 @@ from streamkeep.tools.bench.declarations import (
     Figure,
     Ratio,
     Section,
+    ServerOf,
     both,
     each_server,
     extra,
@@ -39,7 +41,7 @@ from streamkeep.tools.bench.declarations import (
     vs_redis,
 )
 from streamkeep.tools.bench.latency import LATENCY_CONSUMERS, LATENCY_RATE
-from streamkeep.tools.bench.processes import streamkeep
+from streamkeep.tools.bench.processes import cluster_node, streamkeep
 from streamkeep.tools.bench.server import SERVER_CLIENTS, server_requests
 from streamkeep.tools.bench.workload import BATCH
 from streamkeep.tools.text_width import Table
@@ -171,6 +173,10 @@ LISTS_P16_TARGET = 0.5  # LPUSH, RPOP, LRANGE_100 at -P 16
 LISTS_P1_TARGET = 0.7  # LPUSH, RPOP one at a time
 LISTS_RQ_TARGET = 1.0  # RQ no-op jobs through one worker, appendfsync always both
 KEYSPACE = datatypes.KEYSPACE
+# The two servers the cluster section compares: (key prefix, label, the run's server).
+NODE_KINDS: tuple[tuple[str, str, ServerOf], ...] = (
+    ("", "streamkeep serve --cluster-enabled yes", cluster_node),
+    ("plain_", "streamkeep serve", streamkeep))
 
 STRINGS = Section("strings", (
     *(row for test in ("set", "get") for p in (1, 16) for row in both(
@@ -401,6 +407,34 @@ CONSUME = Section("consume", (
     for name, label, target in (("embedded", "embedded consume msgs/s", CONSUME_EMBEDDED_TARGET),
                                 ("queue_batch", "queue batches msgs/s", CONSUME_BATCH_TARGET),
                                 ("catchup", "cold catch-up entries/s", CONSUME_CATCHUP_TARGET))))
+
+# --- cluster: what being a cluster node costs ----------------------------------------------------
+
+# A node with cluster-enabled yes alone (every command's keys hashed to their slot, its keys
+# indexed by slot) / the same server without, under the same redis-benchmark load, at least.
+CLUSTER_NODE_TARGET = 0.95
+
+def _node_xadd(server_of: ServerOf) -> Callable[[Any], Any]:
+    return lambda env: server.bench_xadd(env, server_of(env), 16)
+
+
+def _node_set(server_of: ServerOf) -> Callable[[Any], Any]:
+    return lambda env: server.redis_benchmark(env, server_of(env), 16,
+                                              ("-t", "set", "-r", str(KEYSPACE)))
+
+
+CLUSTER = Section("cluster", (
+    *(Benchmark(f"{prefix}xadd_p16", f"{XADD_BENCH} -P 16: {label}", _node_xadd(server_of))
+      for prefix, label, server_of in NODE_KINDS),
+    *(Benchmark(f"{prefix}set_p16", f"SET, redis-benchmark -c {SERVER_CLIENTS} -P 16 -r "
+                                    f"{KEYSPACE:,}: {label}", _node_set(server_of))
+      for prefix, label, server_of in NODE_KINDS),
+), figures=(
+    ratio("XADD -P 16: cluster node / plain server", "xadd_p16", "plain_xadd_p16",
+          CLUSTER_NODE_TARGET),
+    ratio("SET -P 16 over many slots: cluster node / plain server", "set_p16", "plain_set_p16",
+          CLUSTER_NODE_TARGET),
+))
 
 # `bench --compare-pure`: compiled over pure-Python rate per row, each round at least.
 NATIVE_TARGETS: dict[str, float] = {"embedded.xadd": 4.0}

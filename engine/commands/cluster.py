@@ -1,0 +1,296 @@
+"""CLUSTER's subcommands a node answers from the topology it holds (INFO, MYID, MYSHARDID,
+NODES, SLOTS, SHARDS, LINKS, KEYSLOT, COUNT-FAILURE-REPORTS, HELP), and the connection flags
+a cluster client sets (READONLY, READWRITE, ASKING), with Redis's replies and errors
+(src/cluster.c, src/cluster_legacy.c). Outside cluster mode each says so, as Redis does.
+
+Nodes do not gossip: the bus's figures (messages, links, failure reports) are those of a node
+without a bus, zeros and empty lists. Must not touch: the routing of commands (engine.exec.
+cluster), the topology's file (engine.services.cluster_node).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from streamkeep.engine.exec.cluster import NodesFileError, parse
+from streamkeep.engine.exec.table import Argv, command, container, help_subcommand, subcommand
+from streamkeep.engine.model.keyslot import SLOTS, key_slot
+from streamkeep.engine.wire.args import parse_int
+from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.reply import RespMap, Verbatim
+
+if TYPE_CHECKING:
+    from streamkeep.engine.exec.cluster import ClusterNode, Topology
+    from streamkeep.engine.exec.context import Ctx
+
+DISABLED: Final = "ERR This instance has cluster support disabled"
+SLOT_MIGRATION_FIELDS: Final = (
+    "cluster_slot_migration_active_tasks", "cluster_slot_migration_active_trim_running",
+    "cluster_slot_migration_active_trim_current_job_keys",
+    "cluster_slot_migration_active_trim_current_job_trimmed",
+    "cluster_slot_migration_stats_active_trim_started",
+    "cluster_slot_migration_stats_active_trim_completed",
+    "cluster_slot_migration_stats_active_trim_cancelled")
+STALE: Final = "stale"
+
+CLUSTER = container("cluster", "A container for Redis Cluster commands.", group="cluster",
+                    since="3.0.0")
+
+
+def topology_of(ctx: Ctx) -> Topology:
+    """The node's topology; outside cluster mode, Redis's refusal."""
+    topology = ctx.engine.cluster
+    if topology is None:
+        raise ReplyError(DISABLED)
+    return topology
+
+
+@subcommand(CLUSTER, "info", 2, STALE, keys="", since="3.0.0",
+            summary="Returns information about the state of a node.")
+def cluster_info(ctx: Ctx, argv: Argv) -> Verbatim:
+    topology = topology_of(ctx)
+    primaries = {owner for owner in topology.owners if owner is not None}
+    assigned = topology.assigned_slots()
+    fields = (("cluster_state", "ok" if topology.ok else "fail"),
+              ("cluster_slots_assigned", assigned), ("cluster_slots_ok", assigned),
+              ("cluster_slots_pfail", 0), ("cluster_slots_fail", 0),
+              ("cluster_known_nodes", len(topology.nodes)), ("cluster_size", len(primaries)),
+              ("cluster_current_epoch", topology.epoch), ("cluster_my_epoch", topology.epoch),
+              ("cluster_stats_messages_sent", 0), ("cluster_stats_messages_received", 0),
+              ("total_cluster_links_buffer_limit_exceeded", 0),
+              # Redis 8.4's atomic slot migration: no task, no trim, ever (slots are moved
+              # by the topology's owner, not by the nodes).
+              *((name, 0) for name in SLOT_MIGRATION_FIELDS))
+    return Verbatim("".join(f"{name}:{value}\r\n" for name, value in fields))
+
+
+@subcommand(CLUSTER, "myid", 2, STALE, keys="", since="3.0.0",
+            summary="Returns the ID of a node.")
+def cluster_myid(ctx: Ctx, argv: Argv) -> bytes:
+    return topology_of(ctx).myself.id.encode()
+
+
+@subcommand(CLUSTER, "myshardid", 2, STALE, keys="", since="7.2.0",
+            summary="Returns the shard ID of a node.")
+def cluster_myshardid(ctx: Ctx, argv: Argv) -> bytes:
+    return topology_of(ctx).myself.shard_id.encode()
+
+
+@subcommand(CLUSTER, "nodes", 2, STALE, keys="", since="3.0.0",
+            summary="Returns the cluster configuration for a node.")
+def cluster_nodes(ctx: Ctx, argv: Argv) -> Verbatim:
+    from streamkeep.engine.exec.cluster import node_line
+
+    topology = topology_of(ctx)
+    return Verbatim("".join(node_line(topology, node) + "\n"
+                            for node in topology.nodes.values()))
+
+
+def _endpoint_reply(topology: Topology, node: ClusterNode, tls: bool) -> list[Any]:
+    """A node in CLUSTER SLOTS: its preferred endpoint, port, id, and the other names it has
+    (a map: "hostname" or "ip")."""
+    metadata: list[tuple[bytes, Any]] = []
+    if topology.preferred_endpoint != "ip" and node.ip:
+        metadata.append((b"ip", node.ip.encode()))
+    if topology.preferred_endpoint != "hostname" and node.hostname:
+        metadata.append((b"hostname", node.hostname.encode()))
+    port = node.tls_port if tls and node.tls_port else node.port
+    return [topology.endpoint(node).encode(), port, node.id.encode(), RespMap(metadata)]
+
+
+def _is_tls(ctx: Ctx) -> bool:
+    client = ctx.session.client
+    return bool(getattr(client, "tls", False))
+
+
+@subcommand(CLUSTER, "slots", 2, "loading stale", keys="", since="3.0.0",
+            summary="Returns the mapping of cluster slots to nodes.")
+def cluster_slots(ctx: Ctx, argv: Argv) -> list[Any]:
+    topology = topology_of(ctx)
+    tls = _is_tls(ctx)
+    out = []
+    for first, last, owner in topology.runs():
+        if owner is None:
+            continue
+        primary = topology.nodes[owner]
+        nodes = [primary, *topology.replicas_of(owner)]
+        out.append([first, last, *(_endpoint_reply(topology, n, tls) for n in nodes)])
+    return out
+
+
+def _shard_node(topology: Topology, node: ClusterNode, tls: bool) -> RespMap:
+    fields: list[tuple[bytes, Any]] = [(b"id", node.id.encode())]
+    fields.append((b"tls-port", node.tls_port) if tls and node.tls_port else (b"port", node.port))
+    fields += [(b"ip", node.ip.encode()), (b"endpoint", topology.endpoint(node).encode())]
+    if node.hostname:
+        fields.append((b"hostname", node.hostname.encode()))
+    fields += [(b"role", b"master" if node.is_primary else b"replica"),
+               (b"replication-offset", 0), (b"health", b"online")]
+    return RespMap(fields)
+
+
+@subcommand(CLUSTER, "shards", 2, "loading stale", keys="", since="7.0.0",
+            summary="Returns the mapping of cluster slots to shards.")
+def cluster_shards(ctx: Ctx, argv: Argv) -> list[RespMap]:
+    topology = topology_of(ctx)
+    tls = _is_tls(ctx)
+    out = []
+    for node in topology.nodes.values():
+        if not node.is_primary:
+            continue
+        slots = [bound for first, last in topology.slot_ranges(node.id) for bound in (first, last)]
+        members = [node, *topology.replicas_of(node.id)]
+        out.append(RespMap([(b"slots", slots),
+                            (b"nodes", [_shard_node(topology, n, tls) for n in members])]))
+    return out
+
+
+@subcommand(CLUSTER, "settopology", -4, "admin stale noscript", keys="", since="8.10.0",
+            summary="Replaces the topology a node holds with a newer one (a controller's).",
+            syntax="epoch:integer node-line [node-line ...]")
+def cluster_settopology(ctx: Ctx, argv: Argv) -> str:
+    """The whole topology at once, as nodes.conf lines (`CLUSTER NODES`' own, aux fields
+    included), each one argument: taken when its epoch is newer than the node's (the same
+    epoch with the same topology: OK, a retry), kept in the data directory before the reply,
+    the node's replication set to what it says. Nodes never change their topology otherwise."""
+    topology = topology_of(ctx)
+    epoch = parse_int(argv[2], "Invalid epoch")
+    if epoch < 0:
+        raise ReplyError("ERR Invalid epoch")
+    text = "\n".join(arg.decode("utf-8", "surrogateescape") for arg in argv[3:])
+    try:
+        new = parse(text, "the topology", myself_id=topology.myself.id, known=topology)
+    except NodesFileError as err:
+        raise ReplyError("ERR Invalid topology: " + str(err).removeprefix("the topology: ")) from None
+    new.epoch = epoch
+    refusal = topology.successor_refusal(new)
+    if refusal is not None:
+        raise ReplyError(refusal)
+    if new.epoch > topology.epoch:
+        assert topology.keep is not None
+        topology.keep(new)
+    return "OK"
+
+
+def _node_named(topology: Topology, arg: bytes) -> ClusterNode:
+    node_id = arg.decode("utf-8", "surrogateescape")
+    node = topology.nodes.get(node_id)
+    if node is None:
+        raise ReplyError(f"ERR Unknown node {node_id}")
+    return node
+
+
+@subcommand(CLUSTER, "replicas", 3, "admin stale", keys="", since="5.0.0",
+            summary="Lists the replica nodes of a master node.", syntax="node-id")
+def cluster_replicas(ctx: Ctx, argv: Argv) -> list[bytes]:
+    from streamkeep.engine.exec.cluster import node_line
+
+    topology = topology_of(ctx)
+    node = _node_named(topology, argv[2])
+    if not node.is_primary:
+        raise ReplyError("ERR The specified node is not a master")
+    return [node_line(topology, replica).encode() for replica in topology.replicas_of(node.id)]
+
+
+@subcommand(CLUSTER, "links", 2, STALE, keys="", since="7.0.0",
+            summary="Returns a list of all TCP links to and from peer nodes.")
+def cluster_links(ctx: Ctx, argv: Argv) -> list[Any]:
+    topology_of(ctx)
+    return []  # no bus: no links
+
+
+@subcommand(CLUSTER, "countkeysinslot", 3, STALE, keys="", since="3.0.0",
+            summary="Returns the number of keys in a hash slot.", syntax="slot")
+def cluster_countkeysinslot(ctx: Ctx, argv: Argv) -> int:
+    topology = topology_of(ctx)
+    slot = parse_int(argv[2])
+    if not 0 <= slot < SLOTS:
+        raise ReplyError("ERR Invalid slot")
+    return topology.slot_keys.count(ctx.engine.keyspaces, slot)
+
+
+@subcommand(CLUSTER, "getkeysinslot", 4, STALE, keys="", since="3.0.0",
+            summary="Returns the key names in a hash slot.", syntax="slot count")
+def cluster_getkeysinslot(ctx: Ctx, argv: Argv) -> list[bytes]:
+    """Up to `count` keys of the slot (a count past the slot's keys costs nothing more)."""
+    topology = topology_of(ctx)
+    slot = parse_int(argv[2])
+    count = parse_int(argv[3])
+    if not 0 <= slot < SLOTS or count < 0:
+        raise ReplyError("ERR Invalid slot or number of keys")
+    return topology.slot_keys.keys(ctx.engine.keyspaces, slot, count)
+
+
+@subcommand(CLUSTER, "keyslot", 3, STALE, keys="", since="3.0.0",
+            summary="Returns the hash slot for a key.", syntax="key")
+def cluster_keyslot(ctx: Ctx, argv: Argv) -> int:
+    topology_of(ctx)
+    return key_slot(argv[2])
+
+
+@subcommand(CLUSTER, "count-failure-reports", 3, "admin stale", keys="", since="3.0.0",
+            summary="Returns the number of active failure reports active for a node.",
+            syntax="node-id")
+def cluster_count_failure_reports(ctx: Ctx, argv: Argv) -> int:
+    _node_named(topology_of(ctx), argv[2])
+    return 0  # no bus: nobody reports failures
+
+
+# Redis's help: its own subcommands' lines, then its bus's; here those this node serves.
+help_subcommand(CLUSTER, [
+    "COUNTKEYSINSLOT <slot>",
+    "    Return the number of keys in <slot>.",
+    "GETKEYSINSLOT <slot> <count>",
+    "    Return key names stored by current node in a slot.",
+    "INFO",
+    "    Return information about the cluster.",
+    "KEYSLOT <key>",
+    "    Return the hash slot for <key>.",
+    "MYID",
+    "    Return the node id.",
+    "MYSHARDID",
+    "    Return the node's shard id.",
+    "NODES",
+    "    Return cluster configuration seen by node. Output format:",
+    "    <id> <ip:port@bus-port[,hostname]> <flags> <master> <pings> <pongs> <epoch> <link> "
+    "<slot> ...",
+    "REPLICAS <node-id>",
+    "    Return <node-id> replicas.",
+    "SLOTS",
+    "    Return information about slots range mappings. Each range is made of:",
+    "    start, end, master and replicas IP addresses, ports and ids",
+    "SHARDS",
+    "    Return information about slot range mappings and the nodes associated with them.",
+    "COUNT-FAILURE-REPORTS <node-id>",
+    "    Return number of failure reports for <node-id>.",
+    "LINKS",
+    "    Return information about all network links between this node and its peers.",
+    "    Output format is an array where each array element is a map containing attributes of "
+    "a link",
+], since="5.0.0")
+
+
+@command("readonly", 1, "fast loading stale", keys="", acl="connection", group="cluster",
+         since="3.0.0",
+         summary="Enables read-only queries for a connection to a Redis Cluster replica node.")
+def readonly(ctx: Ctx, argv: Argv) -> str:
+    topology_of(ctx)
+    ctx.session.readonly = True
+    return "OK"
+
+
+@command("readwrite", 1, "fast loading stale", keys="", acl="connection", group="cluster",
+         since="3.0.0",
+         summary="Enables read-write queries for a connection to a Reids Cluster replica node.")
+def readwrite(ctx: Ctx, argv: Argv) -> str:
+    topology_of(ctx)
+    ctx.session.readonly = False
+    return "OK"
+
+
+@command("asking", 1, "fast", keys="", acl="connection", group="cluster", since="3.0.0",
+         summary="Signals that a cluster client is following an -ASK redirect.")
+def asking(ctx: Ctx, argv: Argv) -> str:
+    topology_of(ctx)
+    ctx.session.asking = True
+    return "OK"

@@ -1,0 +1,474 @@
+"""A cluster node's topology, and the routing of a command by its keys' hash slots.
+
+Owns `ClusterNode` (a node as a topology names it), `Topology` (the nodes, each slot's owner,
+the epoch it was set at), the topology of a node alone (`alone`: every slot its own), and
+Redis's getNodeByQuery as `Topology.refusal`: whether this node serves a command's keys here,
+or the error line that sends the client elsewhere (MOVED, CROSSSLOT, CLUSTERDOWN). A node holds
+the topology it is given and never gossips: whoever sets it (the node itself when alone, a
+controller otherwise) decides it whole.
+
+Must not touch: sockets and files (the server gives a node its address, engine.services keeps
+the topology's file), command semantics (the key specs say which arguments are keys).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import TYPE_CHECKING, Any, Final
+
+from streamkeep.engine.exec.key_specs import slot_positions
+from streamkeep.engine.exec.keys import add_db0_keys
+from streamkeep.engine.model.keyslot import SLOTS, key_slot
+from streamkeep.engine.wire.errors import StreamkeepError
+
+if TYPE_CHECKING:
+    from streamkeep.engine.exec.context import Session
+    from streamkeep.engine.exec.table import Argv, CommandSpec
+
+CROSSSLOT: Final = "CROSSSLOT Keys in request don't hash to the same slot"
+UNBOUND: Final = "CLUSTERDOWN Hash slot not served"
+DOWN: Final = "CLUSTERDOWN The cluster is down"
+DOWN_READ_ONLY: Final = "CLUSTERDOWN The cluster is down and only accepts read commands"
+MAX_NODES: Final = 1000  # a topology's nodes at most (Redis's own advice for a cluster)
+NODE_ID_BYTES: Final = 20  # a node's and a shard's id: 40 hex digits
+BUS_PORT_OFFSET: Final = 10000  # Redis's cluster bus port: the node's port + 10000 by default
+# The sharded Pub/Sub commands that publish or subscribe: a replica serves them for its
+# primary's slots, and cluster-allow-pubsubshard-when-down rules them while the cluster is down.
+SHARD_CHANNEL_COMMANDS: Final = frozenset({"spublish", "ssubscribe"})
+
+
+def new_id() -> str:
+    """A fresh node or shard id: 40 random hex digits, as Redis makes them."""
+    return secrets.token_hex(NODE_ID_BYTES)
+
+
+@dataclass
+class ClusterNode:
+    """A node as the topology holds it: its id, where clients reach it (`ip`, `port`, and
+    `hostname` when announced), its bus port (`cport`: shown, never used: nodes do not
+    gossip), the primary it replicates (`primary`: its id; None for a primary) and its shard."""
+
+    id: str
+    ip: str
+    port: int
+    cport: int
+    shard_id: str
+    hostname: str = ""
+    primary: str | None = None
+    tls_port: int = 0
+
+    @property
+    def is_primary(self) -> bool:
+        return self.primary is None
+
+
+@dataclass
+class Topology:
+    """What a node knows of its cluster: the nodes (`myself` among them), each slot's owner
+    (a primary's id, or None: a slot nobody serves) and the epoch it was set at (a newer
+    topology has a higher one)."""
+
+    myself: ClusterNode
+    nodes: dict[str, ClusterNode]
+    owners: list[str | None]
+    epoch: int = 0
+    require_full_coverage: bool = True
+    allow_reads_when_down: bool = False
+    allow_pubsubshard_when_down: bool = True
+    preferred_endpoint: str = "ip"  # cluster-preferred-endpoint-type
+    # Where this node listens (the server's ports): what it announces unless told otherwise.
+    port: int = 0
+    tls_port: int = 0
+    # The node's own keys by slot (set up when the node attaches to its engine).
+    slot_keys: SlotKeys = field(default_factory=lambda: SlotKeys())
+    # How the node takes a newer topology (its file written, its replication role set): the
+    # service that attached it sets it (engine.services.cluster_node).
+    keep: Callable[[Topology], None] | None = field(default=None, compare=False, repr=False)
+
+    def successor_refusal(self, new: Topology) -> str | None:
+        """Why `new` cannot replace this topology (its error line), or None: an older epoch
+        never does; the same epoch only with the same topology (a controller's retry)."""
+        if new.epoch < self.epoch:
+            return (f"ERR topology epoch {new.epoch} is older than this node's "
+                    f"({self.epoch})")
+        if new.epoch == self.epoch and _layout(new) != _layout(self):
+            return f"ERR topology epoch {new.epoch} is this node's already, with another topology"
+        return None
+
+    def listening(self, port: int, tls_port: int = 0) -> None:
+        """The server's ports, known once it listens."""
+        self.port, self.tls_port = port, tls_port
+
+    def configure(self, config: Mapping[str, Any]) -> None:
+        """The node's cluster settings (at start and on CONFIG SET): the cluster's rules, and
+        this node's address as it announces it (cluster-announce-*, else where it listens)."""
+        self.require_full_coverage = bool(config["cluster-require-full-coverage"])
+        self.allow_reads_when_down = bool(config["cluster-allow-reads-when-down"])
+        self.allow_pubsubshard_when_down = bool(config["cluster-allow-pubsubshard-when-down"])
+        self.preferred_endpoint = str(config["cluster-preferred-endpoint-type"])
+        me = self.myself
+        me.ip = str(config["cluster-announce-ip"]) or me.ip
+        me.hostname = str(config["cluster-announce-hostname"])
+        me.port = int(config["cluster-announce-port"]) or self.port or me.port
+        me.tls_port = int(config["cluster-announce-tls-port"]) or self.tls_port
+        me.cport = (int(config["cluster-announce-bus-port"]) or int(config["cluster-port"])
+                    or me.port + BUS_PORT_OFFSET)
+
+    # --- what it says -------------------------------------------------------------------
+
+    def __post_init__(self) -> None:
+        self.unowned = 0
+        self.whole = False
+        self._count_owners()
+
+    def _count_owners(self) -> None:
+        # Slots with no owner, and whether this node serves every slot (then a command with
+        # one key needs no judging at all).
+        self.unowned = self.owners.count(None)
+        self.whole = self.owners.count(self.myself.id) == SLOTS
+
+    @property
+    def ok(self) -> bool:
+        """Redis's cluster_state: ok, unless full coverage is required and a slot has no
+        owner."""
+        return not self.require_full_coverage or not self.unowned
+
+    def assign(self, first: int, last: int, owner: str | None) -> None:
+        """Slots first..last (inclusive) to `owner` (a node's id; None: nobody)."""
+        self.owners[first:last + 1] = [owner] * (last - first + 1)
+        self._count_owners()
+
+    def slot_ranges(self, node_id: str) -> list[tuple[int, int]]:
+        """The slots `node_id` owns, as (first, last) ranges in order."""
+        return [(first, last) for first, last, owner in self.runs() if owner == node_id]
+
+    def runs(self) -> Iterator[tuple[int, int, str | None]]:
+        """Every run of consecutive slots with the same owner: (first, last, owner)."""
+        owners, start = self.owners, 0
+        for slot in range(1, SLOTS + 1):
+            if slot == SLOTS or owners[slot] != owners[start]:
+                yield start, slot - 1, owners[start]
+                start = slot
+
+    def assigned_slots(self) -> int:
+        return sum(owner is not None for owner in self.owners)
+
+    def replicas_of(self, node_id: str) -> list[ClusterNode]:
+        return [node for node in self.nodes.values() if node.primary == node_id]
+
+    def primary_of(self, node: ClusterNode) -> ClusterNode:
+        """The node itself for a primary, else the primary it replicates."""
+        if node.primary is None:
+            return node
+        return self.nodes.get(node.primary, node)
+
+    # --- routing ------------------------------------------------------------------------
+
+    def refusal(self, session: Session, spec: CommandSpec, argv: Argv,
+                queued: Sequence[tuple[CommandSpec, Argv]] | None = None) -> str | None:
+        """Redis's getNodeByQuery for a client's command on this node: None when it runs here
+        (no keys, or every key in one slot this node serves), else the error line: CROSSSLOT
+        for keys in several slots, CLUSTERDOWN for a slot nobody serves or a cluster that is
+        down, MOVED to the slot's owner. `queued`: EXEC's transaction, whose commands are
+        judged together."""
+        return self.judge(session, spec, argv, queued)[0]
+
+    def judge(self, session: Session, spec: CommandSpec, argv: Argv,
+              queued: Sequence[tuple[CommandSpec, Argv]] | None = None) -> tuple[str | None, int]:
+        """`refusal`'s line, and the slot of the command's keys (-1: none, or not found)."""
+        if queued is None:
+            plan = _PLANS.get(spec.name)
+            if plan is None:
+                plan = _PLANS[spec.name] = slot_plan(spec)
+            if plan == NO_KEYS:
+                return None, -1
+            if plan == FIRST_KEY and len(argv) > 1:  # the common case, in a few steps
+                slot = key_slot(argv[1])
+                owner = self.owners[slot]
+                if owner == self.myself.id and self.ok:
+                    return None, slot
+        elif spec.name != "exec":
+            return None, -1
+        commands = queued if queued is not None else ((spec, argv),)
+        slot = -1
+        shard_channels = False
+        for cmd_spec, cmd_argv in commands:
+            shard_channels = shard_channels or cmd_spec.name in SHARD_CHANNEL_COMMANDS
+            for index, _flags in slot_positions(cmd_spec, cmd_argv):
+                this = key_slot(cmd_argv[index])
+                if slot < 0:
+                    slot = this
+                    if self.owners[slot] is None:
+                        return UNBOUND, -1
+                elif this != slot:
+                    return CROSSSLOT, -1
+        if slot < 0:  # no key: served anywhere
+            return None, -1
+        writes = any(cmd_spec.is_write for cmd_spec, _argv in commands)
+        if not self.ok:
+            if shard_channels:
+                if not self.allow_pubsubshard_when_down:
+                    return DOWN, slot
+            elif not self.allow_reads_when_down:
+                return DOWN, slot
+            elif writes:
+                return DOWN_READ_ONLY, slot
+        owner = self.owners[slot]
+        myself = self.myself
+        if owner == myself.id:
+            return None, slot
+        if ((session.readonly or shard_channels) and not writes
+                and myself.primary is not None and myself.primary == owner):
+            return None, slot
+        node = self.nodes[owner] if owner is not None else myself
+        return f"MOVED {slot} {self.endpoint(node)}:{node.port}", slot
+
+    def endpoint(self, node: ClusterNode) -> str:
+        """What clients are told to reach `node` by (cluster-preferred-endpoint-type): its ip,
+        its hostname, or "?" (unknown-endpoint: the address the client used)."""
+        if self.preferred_endpoint == "hostname":
+            return node.hostname or "?"
+        if self.preferred_endpoint == "unknown-endpoint":
+            return "?"
+        return node.ip
+
+
+class SlotKeys:
+    """A cluster node's keys by slot (its database 0, the one a cluster has), so that a slot's
+    keys are counted and listed without a scan of the keyspace (CLUSTER COUNTKEYSINSLOT,
+    GETKEYSINSLOT). Kept up by the records the node applies: the keys their effects name are
+    gathered (`note`, a set insertion each: a stream written a thousand times is one key), and
+    each gathered key is indexed as it is then, there or gone, when the index is read or the
+    gathered keys reach FOLD_AT (`fold`). Built whole when the node starts and when its data
+    is replaced (a replica's full sync, a rollback)."""
+
+    FOLD_AT = 4096  # gathered keys folded into the index at once: the memory it holds back
+
+    def __init__(self) -> None:
+        self.by_slot: dict[int, set[bytes]] = {}
+        self.pending: set[bytes] = set()
+
+    def rebuild(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]]) -> None:
+        """Index every key of database 0 of each type's keyspace."""
+        self.by_slot = {}
+        self.pending = set()
+        for spaces in keyspaces:
+            for key in spaces[0]:
+                self._add(key, key_slot(key))
+
+    def _add(self, key: bytes, slot: int) -> None:
+        keys = self.by_slot.get(slot)
+        if keys is None:
+            keys = self.by_slot[slot] = set()
+        keys.add(key)
+
+    def note(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]], db: int,
+             effects: list[Any]) -> None:
+        """A record applied: the keys of database 0 its effects change gathered (a flush of
+        it empties the index)."""
+        pending = self.pending
+        if add_db0_keys(pending, db, effects):
+            self.by_slot = {}
+        if len(pending) >= self.FOLD_AT:
+            self.fold(keyspaces)
+
+    def fold(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]]) -> None:
+        """Each gathered key indexed as it is now: in its slot's set if it is held, out of it
+        if not."""
+        by_slot = self.by_slot
+        for key in self.pending:
+            slot = key_slot(key)
+            held = False
+            for spaces in keyspaces:
+                if key in spaces[0]:
+                    held = True
+                    break
+            if held:
+                self._add(key, slot)
+                continue
+            keys = by_slot.get(slot)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del by_slot[slot]
+        self.pending = set()
+
+    def count(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]], slot: int) -> int:
+        self.fold(keyspaces)
+        keys = self.by_slot.get(slot)
+        return len(keys) if keys is not None else 0
+
+    def keys(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]], slot: int,
+             limit: int) -> list[bytes]:
+        """Up to `limit` keys of `slot`."""
+        self.fold(keyspaces)
+        keys = self.by_slot.get(slot)
+        if not keys or limit <= 0:
+            return []
+        return list(islice(keys, limit))
+
+
+def _layout(topology: Topology) -> list[tuple[str, str, int, str, str, str]]:
+    """What two topologies of one epoch must agree on: each node's id, address, role and
+    slots."""
+    return sorted((n.id, n.ip, n.port, n.primary or "-", n.shard_id,
+                   " ".join(f"{a}-{b}" for a, b in topology.slot_ranges(n.id)))
+                  for n in topology.nodes.values())
+
+
+def alone(myself: ClusterNode) -> Topology:
+    """The topology of a node with no other: every slot its own, epoch 0 (Dragonfly's
+    emulated cluster: a cluster client works against one process as it is)."""
+    return Topology(myself, {myself.id: myself}, [myself.id] * SLOTS)
+
+
+def node_line(topology: Topology, node: ClusterNode, aux: bool = False) -> str:
+    """`node`'s line as CLUSTER NODES shows it (nodes.conf's, with `aux`: its shard id and
+    TLS port kept too): id, address, flags, primary, ping sent, pong received, config epoch,
+    link state, slot ranges."""
+    address = f"{node.ip}:{node.port}@{node.cport}"
+    if aux:
+        address += f",{node.hostname},shard-id={node.shard_id}"
+        if node.tls_port:
+            address += f",tls-port={node.tls_port}"
+    elif node.hostname:
+        address += f",{node.hostname}"
+    role = "master" if node.is_primary else "slave"
+    flags = f"myself,{role}" if node is topology.myself else role
+    slots = " ".join(str(first) if first == last else f"{first}-{last}"
+                     for first, last in topology.slot_ranges(node.id))
+    line = (f"{node.id} {address} {flags} {node.primary or '-'} 0 0 {topology.epoch} "
+            f"connected")
+    return f"{line} {slots}" if slots else line
+
+
+# How a node finds a command's slot (`slot_plan`): it has no key; its one key is argv[1] (most
+# commands: the slot in one step); or its keys are found by its specs or its finder.
+NO_KEYS: Final = 0
+FIRST_KEY: Final = 1
+BY_SPECS: Final = 2
+_PLANS: Final[dict[str, int]] = {}
+
+
+def slot_plan(spec: CommandSpec) -> int:
+    """A command's plan: NO_KEYS when a node never judges it (no key spec, no finder: Redis's
+    processCommand skips it; EXEC is judged by its transaction), FIRST_KEY when its one key is
+    argv[1] (its legacy key range 1..1, no movable keys, a key and not a channel: SET, XADD,
+    GET and most others), BY_SPECS otherwise."""
+    specs = spec.key_specs
+    if spec.name == "exec":
+        return BY_SPECS
+    if not specs and spec.key_finder is None:
+        return NO_KEYS
+    if (spec.first_key == 1 and spec.last_key == 1 and not spec.movable_keys
+            and not any(ks.has("not_key") or ks.has("incomplete") for ks in specs)):
+        return FIRST_KEY
+    return BY_SPECS
+
+
+class NodesFileError(StreamkeepError):
+    """A topology's text cannot be read: where (a file's path and line) and why."""
+
+
+def render(topology: Topology) -> str:
+    """The nodes.conf text of `topology` (Redis's lines: one per node, its aux fields
+    `shard-id` and `tls-port` kept, then `vars currentEpoch N lastVoteEpoch 0`): a line per
+    node (this one's first), then the vars line."""
+    nodes = [topology.myself, *(n for n in topology.nodes.values() if n is not topology.myself)]
+    lines = [node_line(topology, node, aux=True) for node in nodes]
+    lines.append(f"vars currentEpoch {topology.epoch} lastVoteEpoch 0")
+    return "\n".join(lines) + "\n"
+
+
+def parse(text: str, path: str, myself_id: str | None = None,
+          known: Topology | None = None) -> Topology:
+    """A topology from nodes.conf text (`path` names where it comes from in errors; this
+    node the line flagged myself, or the one of `myself_id`): NodesFileError for anything that
+    is not a line of it, or a topology no cluster can have (more than MAX_NODES nodes, a node
+    twice, a slot owned twice or by a replica, a replica of no known primary). A node whose
+    line gives no shard id keeps the one `known` gives it, else a replica takes its primary's
+    and a primary a new one."""
+    nodes: dict[str, ClusterNode] = {}
+    owners: list[str | None] = [None] * SLOTS
+    myself: ClusterNode | None = None
+    epoch = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        words = line.split()
+        if not words:
+            continue
+        where = f"{path}: line {number}"
+        try:
+            if words[0] == "vars":
+                fields = dict(zip(words[1::2], words[2::2], strict=False))
+                epoch = int(fields.get("currentEpoch", "0"))
+                continue
+            node, is_myself, slots = _node_of(words)
+        except (ValueError, IndexError) as err:
+            raise NodesFileError(f"{where}: not a node line ({err})") from None
+        if len(nodes) >= MAX_NODES:
+            raise NodesFileError(f"{path}: more than {MAX_NODES} nodes")
+        if node.id in nodes:
+            raise NodesFileError(f"{where}: node {node.id} is named twice")
+        nodes[node.id] = node
+        if (myself_id is None and is_myself) or node.id == myself_id:
+            myself = node
+        if slots and node.primary is not None:
+            raise NodesFileError(f"{where}: replica {node.id} owns slots")
+        for first, last in slots:
+            taken = next((owner for owner in owners[first:last + 1] if owner is not None), None)
+            if taken is not None:
+                raise NodesFileError(f"{where}: slots {first}-{last} are {taken}'s already")
+            owners[first:last + 1] = [node.id] * (last - first + 1)
+    for node in nodes.values():
+        if node.primary is not None and (node.primary not in nodes
+                                         or not nodes[node.primary].is_primary):
+            raise NodesFileError(f"{path}: {node.id} replicates {node.primary}, no primary "
+                                 "of this topology")
+    if myself is None:
+        raise NodesFileError(f"{path}: no line is this node's"
+                             + (f" ({myself_id})" if myself_id else " (flag myself)"))
+    for node in sorted(nodes.values(), key=lambda n: n.primary is not None):  # primaries first
+        if not node.shard_id:
+            before = known.nodes.get(node.id) if known is not None else None
+            node.shard_id = (before.shard_id if before is not None
+                             else nodes[node.primary].shard_id if node.primary is not None
+                             else new_id())
+    return Topology(myself, nodes, owners, epoch)
+
+
+def _node_of(words: list[str]) -> tuple[ClusterNode, bool, list[tuple[int, int]]]:
+    """One node line's node, whether it is flagged myself, and its slot ranges."""
+    node_id, address, flags, primary = words[0], words[1], words[2].split(","), words[3]
+    if len(node_id) != 40 or any(c not in "0123456789abcdef" for c in node_id):
+        raise ValueError(f"bad node id {node_id!r}")
+    endpoint, *aux = address.split(",")
+    host_port, _, cport = endpoint.partition("@")
+    ip, _, port = host_port.rpartition(":")
+    extra = dict(item.partition("=")[::2] for item in aux if "=" in item)
+    hostnames = [item for item in aux if "=" not in item]
+    node = ClusterNode(node_id, ip, int(port), int(cport or 0), extra.get("shard-id", ""),
+                       hostname=hostnames[0] if hostnames else extra.get("hostname", ""),
+                       primary=None if primary == "-" else primary,
+                       tls_port=int(extra.get("tls-port", "0")))
+    slots = []
+    for word in words[8:]:
+        first, _, last = word.partition("-")
+        lo, hi = int(first), int(last or first)
+        if not 0 <= lo <= hi < SLOTS:
+            raise ValueError(f"bad slot range {word!r}")
+        slots.append((lo, hi))
+    return node, "myself" in flags, slots
+
+
+def routed(spec: CommandSpec) -> bool:
+    """Whether a node judges the command's keys at all: commands with key specs or a key
+    finder, and EXEC (whose transaction is judged whole)."""
+    return slot_plan(spec) != NO_KEYS
+
+
+__all__ = ["BY_SPECS", "CROSSSLOT", "DOWN", "DOWN_READ_ONLY", "FIRST_KEY", "MAX_NODES", "NO_KEYS",
+           "UNBOUND", "ClusterNode", "NodesFileError", "SlotKeys", "Topology", "alone", "new_id",
+           "node_line", "parse", "render", "routed", "slot_plan"]

@@ -1,0 +1,177 @@
+"""engine.exec.cluster: a node's routing of a command by its keys' slots, as Redis's
+getNodeByQuery decides (the replies checked against a redis-server cluster node in
+tests/differential/test_diff_cluster.py), and a topology's lines and slot runs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import streamkeep.engine.commands  # noqa: F401  (the command table, complete)
+from streamkeep.engine.exec.cluster import (
+    CROSSSLOT,
+    DOWN,
+    DOWN_READ_ONLY,
+    UNBOUND,
+    ClusterNode,
+    Topology,
+    alone,
+    node_line,
+    routed,
+)
+from streamkeep.engine.exec.context import Session
+from streamkeep.engine.exec.table import lookup
+from streamkeep.engine.model.keyslot import SLOTS, key_slot
+
+ME = ClusterNode("a" * 40, "10.0.0.1", 7000, 17000, "1" * 40)
+OTHER = ClusterNode("b" * 40, "10.0.0.2", 7001, 17001, "2" * 40)
+HALF = SLOTS // 2
+
+
+def fresh(node: ClusterNode) -> ClusterNode:
+    return dataclasses.replace(node)
+
+
+def argv(*words: str) -> tuple[bytes, ...]:
+    return tuple(w.encode() for w in words)
+
+
+def judge(topology: Topology, *words: str, session: Session | None = None) -> str | None:
+    args = argv(*words)
+    return topology.refusal(session or Session(), lookup(args), args)
+
+
+def two_nodes() -> Topology:
+    """ME owns the lower half of the slots, OTHER the upper."""
+    me, other = fresh(ME), fresh(OTHER)
+    return Topology(me, {me.id: me, other.id: other}, [me.id] * HALF + [other.id] * HALF)
+
+
+def key_in(lower: bool, tag: str = "") -> str:
+    """A key whose slot is in the lower (or upper) half."""
+    for i in range(10_000):
+        key = f"{tag}k{i}" if not tag else f"{{{tag}}}k{i}"
+        if (key_slot(key.encode()) < HALF) == lower:
+            return key
+    raise AssertionError("no such key")
+
+
+def test_a_node_alone_serves_every_key_and_refuses_keys_of_two_slots():
+    topology = alone(fresh(ME))
+    assert judge(topology, "SET", "foo", "1") is None
+    assert judge(topology, "PING") is None  # no key: anywhere
+    assert judge(topology, "MSET", "a", "1", "b", "2") == CROSSSLOT
+    assert judge(topology, "MSET", "{u}a", "1", "{u}b", "2") is None  # one hash tag, one slot
+    assert judge(topology, "DEL", "x", "x") is None  # the same key twice
+    assert judge(topology, "XREAD", "STREAMS", "s1", "s2", "0", "0") == CROSSSLOT
+
+
+def test_sharded_channels_are_routed_like_keys():
+    topology = alone(fresh(ME))
+    assert judge(topology, "SSUBSCRIBE", "a", "b") == CROSSSLOT
+    assert judge(topology, "SPUBLISH", "a", "m") is None
+    assert judge(topology, "PUBLISH", "a", "m") is None
+
+
+def test_a_key_of_another_node_is_moved_there():
+    topology = two_nodes()
+    mine, theirs = key_in(True), key_in(False)
+    assert judge(topology, "GET", mine) is None
+    assert judge(topology, "GET", theirs) == f"MOVED {key_slot(theirs.encode())} 10.0.0.2:7001"
+
+
+def test_a_slot_nobody_serves_is_clusterdown_and_the_cluster_then_down():
+    topology = two_nodes()
+    theirs = key_in(False)
+    slot = key_slot(theirs.encode())
+    topology.assign(slot, slot, None)
+    assert judge(topology, "GET", theirs) == UNBOUND
+    assert not topology.ok
+    assert judge(topology, "GET", key_in(True)) == DOWN
+    assert judge(topology, "PING") is None
+    topology.allow_reads_when_down = True
+    assert judge(topology, "GET", key_in(True)) is None
+    assert judge(topology, "SET", key_in(True), "v") == DOWN_READ_ONLY
+    topology.require_full_coverage = False
+    assert topology.ok
+    assert judge(topology, "SET", key_in(True), "v") is None
+
+
+def test_a_replica_serves_reads_of_its_primary_slots_after_readonly():
+    primary, replica = fresh(OTHER), fresh(ME)
+    replica.primary = primary.id
+    topology = Topology(replica, {primary.id: primary, replica.id: replica},
+                        [primary.id] * SLOTS)
+    session = Session()
+    key = key_in(True)
+    assert judge(topology, "GET", key, session=session).startswith("MOVED ")
+    session.readonly = True
+    assert judge(topology, "GET", key, session=session) is None
+    assert judge(topology, "SET", key, "v", session=session).startswith("MOVED ")
+
+
+def test_exec_judges_its_transaction_whole():
+    topology = alone(fresh(ME))
+    session = Session()
+    queued = [(lookup(argv("SET", "a", "1")), argv("SET", "a", "1")),
+              (lookup(argv("SET", "b", "1")), argv("SET", "b", "1"))]
+    exec_argv = argv("EXEC")
+    assert topology.refusal(session, lookup(exec_argv), exec_argv, queued) == CROSSSLOT
+    assert topology.refusal(session, lookup(exec_argv), exec_argv, queued[:1]) is None
+    assert routed(lookup(exec_argv)) and not routed(lookup(argv("PING")))
+
+
+def test_node_lines_and_slot_runs():
+    topology = two_nodes()
+    topology.assign(5, 5, None)
+    assert list(topology.runs())[:3] == [(0, 4, ME.id), (5, 5, None), (6, HALF - 1, ME.id)]
+    assert topology.slot_ranges(OTHER.id) == [(HALF, SLOTS - 1)]
+    assert node_line(topology, topology.myself) == (
+        f"{ME.id} 10.0.0.1:7000@17000 myself,master - 0 0 0 connected 0-4 6-{HALF - 1}")
+    topology.nodes[OTHER.id].hostname = "two.example"
+    assert node_line(topology, topology.nodes[OTHER.id]) == (
+        f"{OTHER.id} 10.0.0.2:7001@17001,two.example master - 0 0 0 connected "
+        f"{HALF}-{SLOTS - 1}")
+
+
+@pytest.mark.parametrize("preferred,expected", [("ip", "10.0.0.2"), ("hostname", "two.example"),
+                                                ("unknown-endpoint", "?")])
+def test_moved_names_the_preferred_endpoint(preferred, expected):
+    topology = two_nodes()
+    topology.nodes[OTHER.id].hostname = "two.example"
+    topology.preferred_endpoint = preferred
+    theirs = key_in(False)
+    assert judge(topology, "GET", theirs) == f"MOVED {key_slot(theirs.encode())} {expected}:7001"
+
+
+def test_keys_are_indexed_by_slot_as_records_are_made_and_applied():
+    from streamkeep import Engine
+
+    primary, follower = Engine(), Engine()
+    for engine in (primary, follower):
+        topology = alone(fresh(ME))
+        engine.execute("SET", "before", "1")
+        topology.slot_keys.rebuild(engine.keyspaces)
+        engine.cluster = topology
+    records: list = []
+    primary.add_sink(records.append)
+
+    def count(engine: Engine, key: str) -> int:
+        return engine.cluster.slot_keys.count(engine.keyspaces, key_slot(key.encode()))
+
+    primary.execute("SET", "{a}s", "1")
+    primary.execute("XADD", "{a}x", "*", "f", "v")
+    primary.execute("RPUSH", "{a}l", "only")
+    primary.execute("HSET", "{a}h", "f", "v")
+    assert count(primary, "{a}") == 4 and count(primary, "before") == 1
+    primary.execute("LPOP", "{a}l")  # the list's last element: the key goes
+    primary.execute("DEL", "{a}s")
+    index, spaces = primary.cluster.slot_keys, primary.keyspaces
+    assert sorted(index.keys(spaces, key_slot(b"a"), 10)) == [b"{a}h", b"{a}x"]
+    assert index.keys(spaces, key_slot(b"a"), 1) in ([b"{a}h"], [b"{a}x"])
+    for record in records:  # a replica applies the same records
+        follower.replay.apply(record)
+    assert count(follower, "{a}") == 2
+    primary.execute("FLUSHALL")
+    assert count(primary, "{a}") == 0 and count(primary, "before") == 0

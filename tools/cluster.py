@@ -1,0 +1,325 @@
+"""`streamkeep cluster`: a cluster of streamkeep nodes made from a fixed topology, and reports on it.
+
+Owns the command's arguments and output: `create` (the slots spread evenly over the
+primaries, as redis-cli --cluster create spreads them; replicas given to the primaries in
+turn; the topology, at an epoch past every node's, set on each node with CLUSTER SETTOPOLOGY),
+`check` (every node the topology names reachable and holding the same topology, every slot
+served) and `info` (each primary's keys, slots and replicas), as text or JSON. It talks to the
+nodes with the project's RESP codec over plain sockets. Must not touch: a node's data (it
+reads CLUSTER NODES, CLUSTER INFO, CLUSTER MYID, CLUSTER MYSHARDID, DBSIZE and INFO
+replication, and sets the topology).
+
+Exit status: 0 ok; 1 `check` found a problem; 2 a node cannot be reached or refused the
+topology; 3 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
+from streamkeep.tools.exits import EXIT_USAGE
+
+HELP = "make a cluster of streamkeep nodes from a fixed topology, check it, report it"
+EXIT_PROBLEM = 1  # check: the nodes disagree, a slot is unserved, a node is unreachable
+EXIT_NODE = 2  # a node cannot be reached, or refused the topology
+TIMEOUT = 10.0  # seconds for a node to answer
+SYNC_TIMEOUT = 60.0  # create: seconds for every replica to finish its first sync
+SLOTS = 16384
+EPILOG = f"""examples:
+  streamkeep cluster create 127.0.0.1:7000 127.0.0.1:7001 127.0.0.1:7002
+                                     three primaries, the slots spread evenly
+  streamkeep cluster create 127.0.0.1:7000 ... 127.0.0.1:7005 --replicas 1
+                                     three primaries, each with a replica
+  streamkeep cluster check 127.0.0.1:7000
+                                     every node agrees, every slot served
+  streamkeep cluster info 127.0.0.1:7000 --json
+
+Each node is a `streamkeep serve --cluster-enabled yes` that serves no other
+node's slots yet (a node alone serves every slot: create takes them back). The
+addresses given are the ones the nodes announce to clients (MOVED, CLUSTER
+SLOTS): give the address clients use. The first nodes become primaries, the
+rest replicas of them in turn; a replica follows its primary with streamkeep's
+replication. create refuses a node holding keys.
+
+exit status: 0 ok; {EXIT_PROBLEM} check found a problem; {EXIT_NODE} a node cannot be reached
+or refused the topology; {EXIT_USAGE} usage error; 130 interrupted."""
+
+
+class NodeError(StreamkeepError):
+    """A node cannot be reached, or answered an error: the one line to print."""
+
+
+class Node:
+    """A connection to one node: `call(*args)` sends a command and returns its reply (RESP2,
+    decoded by the project's codec; an error reply raised as NodeError)."""
+
+    def __init__(self, address: str) -> None:
+        from streamkeep.engine.wire.reply_parser import ReplyParser
+
+        self.address = address
+        self.host, self.port = split_address(address)
+        try:
+            self.sock = socket.create_connection((self.host, self.port), TIMEOUT)
+        except OSError as err:
+            raise NodeError(f"{address}: cannot connect ({err.strerror or err})") from None
+        self.parser = ReplyParser()
+
+    def call(self, *args: str | bytes | int) -> Any:
+        from streamkeep.engine.wire.reply_parser import NEED_MORE, encode_command
+
+        try:
+            self.sock.sendall(encode_command(list(args)))
+            while (reply := self.parser.next()) is NEED_MORE:
+                data = self.sock.recv(1 << 16)
+                if not data:
+                    raise NodeError(f"{self.address}: closed the connection")
+                self.parser.feed(data)
+        except OSError as err:
+            raise NodeError(f"{self.address}: {err.strerror or err}") from None
+        if isinstance(reply, ReplyError):
+            what = " ".join(a.decode() if isinstance(a, bytes) else str(a) for a in args[:2])
+            raise NodeError(f"{self.address}: {what}: {reply.line}")
+        return reply
+
+    def text(self, *args: str) -> str:
+        reply = self.call(*args)
+        return reply.decode() if isinstance(reply, bytes) else str(reply)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """HOST:PORT (the host may be an IPv6 literal: the port is after the last colon)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{address}: not HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def _address(value: str) -> str:
+    try:
+        split_address(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND", required=True)
+    create = sub.add_parser("create", help="make a cluster of the nodes given",
+                            description="Make a cluster of the nodes given: the first ones "
+                                        "primaries, the slots spread evenly over them, the "
+                                        "rest their replicas.")
+    create.add_argument("nodes", nargs="+", type=_address, metavar="HOST:PORT")
+    create.add_argument("--replicas", type=int, default=0, metavar="N",
+                        help="replicas per primary (default 0)")
+    create.add_argument("--json", action="store_true", help="the topology made, as JSON")
+    for name, text in (("check", "check that every node agrees and every slot is served"),
+                       ("info", "each primary's keys, slots and replicas")):
+        p = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        p.add_argument("node", type=_address, metavar="HOST:PORT",
+                       help="any node of the cluster")
+        p.add_argument("--json", action="store_true", help="the report as JSON")
+
+
+# --- create --------------------------------------------------------------------------------------
+
+
+def spread(primaries: int) -> list[tuple[int, int]]:
+    """The slot range of each of `primaries` primaries, as redis-cli --cluster create spreads
+    them: SLOTS / primaries each, rounded, the last one to the end."""
+    per, cursor, first, ranges = SLOTS / primaries, 0.0, 0, []
+    for i in range(primaries):
+        last = int(cursor + per - 1 + 0.5)  # (C's lround of a positive value)
+        if last > SLOTS - 1 or i == primaries - 1:
+            last = SLOTS - 1
+        ranges.append((first, last))
+        first = last + 1
+        cursor += per
+    return ranges
+
+
+def create(addresses: Sequence[str], replicas: int) -> dict[str, Any]:
+    """The cluster made (see the module's docstring): its topology as a dict."""
+    from streamkeep.engine.exec.cluster import ClusterNode, Topology, render
+
+    if replicas < 0:
+        raise ValueError("--replicas must be 0 or more")
+    if len(set(addresses)) != len(addresses):
+        raise ValueError("a node is given twice")
+    primaries = len(addresses) // (replicas + 1)
+    if primaries < 1 or primaries * (replicas + 1) != len(addresses):
+        raise ValueError(f"{len(addresses)} nodes cannot make primaries with {replicas} "
+                         f"replicas each (give a multiple of {replicas + 1})")
+    nodes = [Node(address) for address in addresses]
+    try:
+        members, epoch = [], 0
+        for node in nodes:
+            if int(node.call("DBSIZE")):
+                raise NodeError(f"{node.address}: holds keys (a new cluster's nodes are empty)")
+            info = _fields(node.text("CLUSTER", "INFO"))
+            epoch = max(epoch, int(info.get("cluster_current_epoch", "0")))
+            own = next(line for line in node.text("CLUSTER", "NODES").splitlines()
+                       if " myself," in line)
+            cport = int(own.split()[1].split("@")[1].split(",")[0])
+            members.append(ClusterNode(node.text("CLUSTER", "MYID"), node.host, node.port, cport,
+                                       node.text("CLUSTER", "MYSHARDID")))
+        heads = members[:primaries]
+        for i, member in enumerate(members[primaries:]):
+            head = heads[i % primaries]
+            member.primary, member.shard_id = head.id, head.shard_id
+        owners: list[str | None] = [None] * SLOTS
+        for head, (first, last) in zip(heads, spread(primaries), strict=True):
+            owners[first:last + 1] = [head.id] * (last - first + 1)
+        topology = Topology(members[0], {m.id: m for m in members}, owners, epoch + 1)
+        lines = [line for line in render(topology).splitlines() if not line.startswith("vars ")]
+        for node in nodes:
+            node.call("CLUSTER", "SETTOPOLOGY", topology.epoch, *lines)
+        _wait_for_replicas(nodes[primaries:])
+        return _report(topology, {m.id: n.address for m, n in zip(members, nodes, strict=True)})
+    finally:
+        for node in nodes:
+            node.close()
+
+
+def _wait_for_replicas(replicas: Sequence[Node]) -> None:
+    """Until every replica's link to its primary is up (its first sync done)."""
+    deadline = time.monotonic() + SYNC_TIMEOUT
+    for node in replicas:
+        while _fields(node.text("INFO", "replication")).get("master_link_status") != "up":
+            if time.monotonic() > deadline:
+                raise NodeError(f"{node.address}: not in sync with its primary after "
+                                f"{SYNC_TIMEOUT:g} s")
+            time.sleep(0.1)
+
+
+def _fields(text: str) -> dict[str, str]:
+    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line
+                and not line.startswith("#"))
+
+
+def _report(topology: Any, addresses: dict[str, str]) -> dict[str, Any]:
+    return {"epoch": topology.epoch, "primaries": [
+        {"id": node.id, "address": addresses.get(node.id, f"{node.ip}:{node.port}"),
+         "slots": [list(r) for r in topology.slot_ranges(node.id)],
+         "replicas": [addresses.get(r.id, f"{r.ip}:{r.port}")
+                      for r in topology.replicas_of(node.id)]}
+        for node in topology.nodes.values() if node.is_primary]}
+
+
+# --- check and info ------------------------------------------------------------------------------
+
+
+def survey(address: str) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """The topology `address` holds, and per node it names: its reachability, the epoch and
+    the topology text it holds, its keys."""
+    from streamkeep.engine.exec.cluster import parse
+
+    first = Node(address)
+    try:
+        myself = first.text("CLUSTER", "MYID")
+        topology = parse(first.text("CLUSTER", "NODES"), address, myself_id=myself)
+        topology.epoch = int(_fields(first.text("CLUSTER", "INFO"))["cluster_current_epoch"])
+    finally:
+        first.close()
+    seen: dict[str, dict[str, Any]] = {}
+    for node_id, member in topology.nodes.items():
+        where = f"{member.ip or first.host}:{member.port}"
+        try:
+            node = Node(where)
+        except NodeError as err:
+            seen[node_id] = {"address": where, "error": str(err)}
+            continue
+        try:
+            seen[node_id] = {
+                "address": where, "epoch": int(_fields(node.text("CLUSTER", "INFO"))
+                                               ["cluster_current_epoch"]),
+                "view": _view(node.text("CLUSTER", "NODES")), "keys": int(node.call("DBSIZE"))}
+        except NodeError as err:
+            seen[node_id] = {"address": where, "error": str(err)}
+        finally:
+            node.close()
+    return topology, seen
+
+
+def _view(nodes_text: str) -> list[tuple[str, str, str]]:
+    """A CLUSTER NODES reply as what nodes must agree on: each node's id, primary and slots."""
+    return sorted((w[0], w[3], " ".join(w[8:])) for w in
+                  (line.split() for line in nodes_text.splitlines()) if w)
+
+
+def check(address: str) -> dict[str, Any]:
+    """`check`'s findings: problems (a list of lines) and what was checked."""
+    topology, seen = survey(address)
+    problems = [entry["error"] for entry in seen.values() if "error" in entry]
+    views = {entry["address"]: (entry["epoch"], entry["view"]) for entry in seen.values()
+             if "error" not in entry}
+    if len(set(map(repr, views.values()))) > 1:
+        problems.append("the nodes hold different topologies: " + ", ".join(
+            f"{where} epoch {epoch}" for where, (epoch, _view) in sorted(views.items())))
+    served = topology.assigned_slots()
+    if served != SLOTS:
+        problems.append(f"{SLOTS - served} slots are served by no node")
+    return {"nodes": len(topology.nodes), "epoch": topology.epoch, "slots_served": served,
+            "problems": problems}
+
+
+def info(address: str) -> dict[str, Any]:
+    topology, seen = survey(address)
+    report = _report(topology, {node_id: entry["address"] for node_id, entry in seen.items()})
+    for primary in report["primaries"]:
+        primary["keys"] = seen.get(primary["id"], {}).get("keys")
+    return report
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+def main(args: argparse.Namespace) -> int:
+    command = args.cluster_command
+    try:
+        if command == "create":
+            result = create(args.nodes, args.replicas)
+        elif command == "check":
+            result = check(args.node)
+        else:
+            result = info(args.node)
+    except ValueError as err:
+        print(f"streamkeep cluster {command}: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except NodeError as err:
+        print(f"streamkeep cluster {command}: {err}", file=sys.stderr)
+        return EXIT_NODE
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(_text(command, result))
+    return EXIT_PROBLEM if command == "check" and result["problems"] else 0
+
+
+def _text(command: str, result: dict[str, Any]) -> str:
+    if command == "check":
+        lines = [f"{result['nodes']} nodes, topology epoch {result['epoch']}, "
+                 f"{result['slots_served']:,} of {SLOTS:,} slots served"]
+        lines += [f"[ERR] {problem}" for problem in result["problems"]]
+        if not result["problems"]:
+            lines.append("[OK] every node holds the same topology; every slot is served")
+        return "\n".join(lines)
+    lines = []
+    for primary in result["primaries"]:
+        slots = sum(last - first + 1 for first, last in primary["slots"])
+        keys = primary.get("keys")
+        lines.append(f"{primary['address']} ({primary['id'][:8]}...) -> "
+                     + ("" if keys is None else f"{keys} keys | ")
+                     + f"{slots} slots | {len(primary['replicas'])} replicas"
+                     + "".join(f"\n    replica {r}" for r in primary["replicas"]))
+    lines.append(f"topology epoch {result['epoch']}")
+    return "\n".join(lines)
