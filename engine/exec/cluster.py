@@ -20,7 +20,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
 from streamkeep.engine.exec.key_specs import slot_positions
-from streamkeep.engine.exec.keys import add_db0_keys
+from streamkeep.engine.exec.keys import add_db0_keys, single_key
 from streamkeep.engine.model.keyslot import SLOTS, key_slot
 from streamkeep.engine.wire.errors import StreamkeepError
 
@@ -250,12 +250,15 @@ class SlotKeys:
     def __init__(self) -> None:
         self.by_slot: dict[int, set[bytes]] = {}
         self.pending: set[bytes] = set()
+        self.total = 0  # database 0's keys as of the last record noted
 
     def rebuild(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]]) -> None:
         """Index every key of database 0 of each type's keyspace."""
         self.by_slot = {}
         self.pending = set()
+        self.total = 0
         for spaces in keyspaces:
+            self.total += len(spaces[0])
             for key in spaces[0]:
                 self._add(key, key_slot(key))
 
@@ -268,7 +271,22 @@ class SlotKeys:
     def note(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]], db: int,
              effects: list[Any]) -> None:
         """A record applied: the keys of database 0 its effects change gathered (a flush of
-        it empties the index)."""
+        it empties the index). A record of one effect on one key (most of them) is indexed at
+        once from database 0's key count: the same, nothing to do (the key was there and is,
+        or was not and is not); one more, the key is new; one fewer, it is gone."""
+        total = 0
+        for spaces in keyspaces:
+            total += len(spaces[0])
+        change = total - self.total
+        self.total = total
+        if db == 0 and len(effects) == 1 and -1 <= change <= 1:
+            key = single_key(effects[0])
+            if key is not None:
+                if change == 1:
+                    self._add(key, key_slot(key))
+                elif change == -1:
+                    self._discard(key, key_slot(key))
+                return
         pending = self.pending
         if add_db0_keys(pending, db, effects):
             self.by_slot = {}
@@ -278,7 +296,6 @@ class SlotKeys:
     def fold(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]]) -> None:
         """Each gathered key indexed as it is now: in its slot's set if it is held, out of it
         if not."""
-        by_slot = self.by_slot
         for key in self.pending:
             slot = key_slot(key)
             held = False
@@ -288,13 +305,16 @@ class SlotKeys:
                     break
             if held:
                 self._add(key, slot)
-                continue
-            keys = by_slot.get(slot)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del by_slot[slot]
+            else:
+                self._discard(key, slot)
         self.pending = set()
+
+    def _discard(self, key: bytes, slot: int) -> None:
+        keys = self.by_slot.get(slot)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self.by_slot[slot]
 
     def count(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]], slot: int) -> int:
         self.fold(keyspaces)

@@ -398,7 +398,7 @@ _EFFECT_RANGES: Final[dict[bytes, tuple[int, int, int]]] = {}
 
 
 def _effect_range(effect: Sequence[Any]) -> tuple[int, int, int]:
-    name = effect[0]
+    name = effect[0] if not isinstance(effect, list) else effect[0]  # (a list's: read directly)
     if type(name) is not bytes:  # (a decoded record's may be another bytes-like object)
         name = bytes(name)
     found = _EFFECT_RANGES.get(name)
@@ -440,6 +440,15 @@ def effect_keys(db: int, effects: Iterable[Any]) -> list[tuple[int, bytes | None
         for i in range(first, end + 1, step or 1):
             out.append((db, effect[i]))
     return out
+
+
+def single_key(effect: Sequence[Any]) -> bytes | None:
+    """The one key an effect names (a SET's, an XADD's), or None when it names none or
+    several (or is a SELECT or a flush)."""
+    first, last, _step = _effect_range(effect)
+    if first <= 0 or (last != first and not (last < 0 and len(effect) == first + 1)):
+        return None
+    return effect[first] if first < len(effect) else None
 
 
 def add_db0_keys(keys: set[bytes], db: int, effects: list[Any]) -> bool:

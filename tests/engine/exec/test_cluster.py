@@ -175,3 +175,50 @@ def test_keys_are_indexed_by_slot_as_records_are_made_and_applied():
     assert count(follower, "{a}") == 2
     primary.execute("FLUSHALL")
     assert count(primary, "{a}") == 0 and count(primary, "before") == 0
+
+
+def test_the_slot_index_matches_the_keyspace_after_random_writes():
+    """Whatever the writes (keys made and removed by each type, several at once, in
+    transactions, renamed, expired, flushed), the index counts what a full scan counts."""
+    import random
+
+    from streamkeep import Engine
+    from streamkeep.engine.exec.cluster import SlotKeys
+
+    engine = Engine()
+    engine.cluster = topology = alone(fresh(ME))
+    topology.slot_keys.rebuild(engine.keyspaces)
+    rng = random.Random(73)
+    keys = [f"{{t{i % 5}}}k{i}" for i in range(40)]
+    writes = [
+        lambda k, o: ("SET", k, "v"), lambda k, o: ("DEL", k), lambda k, o: ("DEL", k, o),
+        lambda k, o: ("XADD", k, "*", "f", "v"), lambda k, o: ("RPUSH", k, "a"),
+        lambda k, o: ("LPOP", k), lambda k, o: ("SADD", k, "m"), lambda k, o: ("SREM", k, "m"),
+        lambda k, o: ("HSET", k, "f", "v"), lambda k, o: ("HDEL", k, "f"),
+        lambda k, o: ("RENAME", k, o), lambda k, o: ("MSET", k, "1", o, "2"),
+        lambda k, o: ("PEXPIRE", k, "0"), lambda k, o: ("GETDEL", k),
+        lambda k, o: ("ZADD", k, "1", "m"), lambda k, o: ("ZPOPMIN", k),
+    ]
+    for step in range(3000):
+        tag = rng.randrange(5)
+        key, other = (rng.choice([k for k in keys if k.startswith(f"{{t{tag}}}")])
+                      for _ in range(2))
+        if step % 500 == 499:
+            engine.execute("FLUSHALL")
+        elif rng.random() < 0.1:
+            engine.execute("MULTI")
+            for _ in range(3):
+                engine.execute(*rng.choice(writes)(key, other))
+            engine.execute("EXEC")
+        else:
+            try:
+                engine.execute(*rng.choice(writes)(key, other))
+            except Exception:  # noqa: BLE001  (a WRONGTYPE or no such key: what it is)
+                pass
+        if step % 100 == 0:
+            scanned = SlotKeys()
+            scanned.rebuild(engine.keyspaces)
+            index = topology.slot_keys
+            for slot in {key_slot(k.encode()) for k in keys}:
+                assert index.count(engine.keyspaces, slot) == scanned.count(engine.keyspaces,
+                                                                             slot), step
