@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Session
     from streamkeep.engine.exec.table import Argv, CommandSpec
 
+# (a static of this compiled module: a call to it skips the module attribute's lookup)
+_slot_of: Final = key_slot
 CROSSSLOT: Final = "CROSSSLOT Keys in request don't hash to the same slot"
 UNBOUND: Final = "CLUSTERDOWN Hash slot not served"
 DOWN: Final = "CLUSTERDOWN The cluster is down"
@@ -186,7 +188,7 @@ class Topology:
             if plan == NO_KEYS:
                 return None, -1
             if plan == FIRST_KEY and len(argv) > 1:  # the common case, in a few steps
-                slot = key_slot(argv[1])
+                slot = _slot_of(argv[1])
                 owner = self.owners[slot]
                 if owner == self.myself.id and self.ok:
                     return None, slot
@@ -198,7 +200,7 @@ class Topology:
         for cmd_spec, cmd_argv in commands:
             shard_channels = shard_channels or cmd_spec.name in SHARD_CHANNEL_COMMANDS
             for index, _flags in slot_positions(cmd_spec, cmd_argv):
-                this = key_slot(cmd_argv[index])
+                this = _slot_of(cmd_argv[index])
                 if slot < 0:
                     slot = this
                     if self.owners[slot] is None:
@@ -252,7 +254,7 @@ class SlotKeys:
         self.pending: set[bytes] = set()
         self.total = 0  # database 0's keys as of the last record noted
 
-    def rebuild(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]]) -> None:
+    def rebuild(self, keyspaces: list[list[dict[bytes, Any]]]) -> None:
         """Index every key of database 0 of each type's keyspace."""
         self.by_slot = {}
         self.pending = set()
@@ -260,7 +262,7 @@ class SlotKeys:
         for spaces in keyspaces:
             self.total += len(spaces[0])
             for key in spaces[0]:
-                self._add(key, key_slot(key))
+                self._add(key, _slot_of(key))
 
     def _add(self, key: bytes, slot: int) -> None:
         keys = self.by_slot.get(slot)
@@ -268,7 +270,7 @@ class SlotKeys:
             keys = self.by_slot[slot] = set()
         keys.add(key)
 
-    def note(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]], db: int,
+    def note(self, keyspaces: list[list[dict[bytes, Any]]], db: int,
              effects: list[Any]) -> None:
         """A record applied: the keys of database 0 its effects change gathered (a flush of
         it empties the index). A record of one effect on one key (most of them) is indexed at
@@ -283,9 +285,9 @@ class SlotKeys:
             key = single_key(effects[0])
             if key is not None:
                 if change == 1:
-                    self._add(key, key_slot(key))
+                    self._add(key, _slot_of(key))
                 elif change == -1:
-                    self._discard(key, key_slot(key))
+                    self._discard(key, _slot_of(key))
                 return
         pending = self.pending
         if add_db0_keys(pending, db, effects):
@@ -293,11 +295,11 @@ class SlotKeys:
         if len(pending) >= self.FOLD_AT:
             self.fold(keyspaces)
 
-    def fold(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]]) -> None:
+    def fold(self, keyspaces: list[list[dict[bytes, Any]]]) -> None:
         """Each gathered key indexed as it is now: in its slot's set if it is held, out of it
         if not."""
         for key in self.pending:
-            slot = key_slot(key)
+            slot = _slot_of(key)
             held = False
             for spaces in keyspaces:
                 if key in spaces[0]:
@@ -316,12 +318,12 @@ class SlotKeys:
             if not keys:
                 del self.by_slot[slot]
 
-    def count(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]], slot: int) -> int:
+    def count(self, keyspaces: list[list[dict[bytes, Any]]], slot: int) -> int:
         self.fold(keyspaces)
         keys = self.by_slot.get(slot)
         return len(keys) if keys is not None else 0
 
-    def keys(self, keyspaces: Sequence[Sequence[Mapping[bytes, Any]]], slot: int,
+    def keys(self, keyspaces: list[list[dict[bytes, Any]]], slot: int,
              limit: int) -> list[bytes]:
         """Up to `limit` keys of `slot`."""
         self.fold(keyspaces)

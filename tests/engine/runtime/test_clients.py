@@ -81,6 +81,12 @@ UNSENT = {
     "latency|histogram", "latency|history", "latency|latest", "latency|reset", "psync",
     "replconf", "replicaof", "role", "shutdown", "slaveof", "slowlog|get", "slowlog|len",
     "slowlog|reset", "sync",
+    # a cluster node's commands: redis-py's cluster client (RedisCluster) sends them, the
+    # in-process engine is no cluster node
+    "asking", "readonly", "readwrite", "cluster|count-failure-reports", "cluster|countkeysinslot",
+    "cluster|getkeysinslot", "cluster|info", "cluster|keyslot", "cluster|links", "cluster|myid",
+    "cluster|myshardid", "cluster|nodes", "cluster|replicas", "cluster|settopology",
+    "cluster|shards", "cluster|slots",
 }
 
 

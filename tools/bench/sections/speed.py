@@ -27,6 +27,7 @@ from streamkeep.tools.bench import (
     server,
     workqueue,
 )
+from streamkeep.tools.bench import cluster as bench_cluster
 from streamkeep.tools.bench.declarations import (
     Benchmark,
     Figure,
@@ -411,7 +412,8 @@ CONSUME = Section("consume", (
 # --- cluster: what being a cluster node costs ----------------------------------------------------
 
 # A node with cluster-enabled yes alone (every command's keys hashed to their slot, its keys
-# indexed by slot) / the same server without, under the same redis-benchmark load, at least.
+# indexed by slot) / the same server without, XADD -P 16 under the same load, at least. (SET
+# over many keys, each new key indexed by its slot, is shown beside it.)
 CLUSTER_NODE_TARGET = 0.95
 
 def _node_xadd(server_of: ServerOf) -> Callable[[Any], Any]:
@@ -423,17 +425,34 @@ def _node_set(server_of: ServerOf) -> Callable[[Any], Any]:
                                               ("-t", "set", "-r", str(KEYSPACE)))
 
 
+# Two streamkeep primaries / one node, under redis-benchmark --cluster -P 16 (two event loops
+# on two cores, redis-benchmark beside them), at least; and / two redis-server primaries.
+CLUSTER_SCALING_TARGET = 1.4
+CLUSTER_VS_REDIS_TARGET = 0.5
+SCALING = f"redis-benchmark --cluster -c {SERVER_CLIENTS} -P {bench_cluster.PIPELINE}"
+
 CLUSTER = Section("cluster", (
     *(Benchmark(f"{prefix}xadd_p16", f"{XADD_BENCH} -P 16: {label}", _node_xadd(server_of))
       for prefix, label, server_of in NODE_KINDS),
     *(Benchmark(f"{prefix}set_p16", f"SET, redis-benchmark -c {SERVER_CLIENTS} -P 16 -r "
                                     f"{KEYSPACE:,}: {label}", _node_set(server_of))
       for prefix, label, server_of in NODE_KINDS),
+    *(Benchmark(f"{command}_{key}", f"{command.upper()}, {SCALING}: {label}",
+                        bench_cluster.scaling(nodes, command, redis))
+      for command in ("xadd", "set")
+      for key, label, nodes, redis in (
+          ("one", "one streamkeep node", 1, False),
+          ("two", "two streamkeep primaries", 2, False),
+          ("redis_two", "two redis-server primaries", 2, True))),
 ), figures=(
     ratio("XADD -P 16: cluster node / plain server", "xadd_p16", "plain_xadd_p16",
           CLUSTER_NODE_TARGET),
-    ratio("SET -P 16 over many slots: cluster node / plain server", "set_p16", "plain_set_p16",
-          CLUSTER_NODE_TARGET),
+    ratio("SET -P 16 over many slots: cluster node / plain server", "set_p16", "plain_set_p16"),
+    *(figure for command in ("xadd", "set") for figure in (
+        ratio(f"{command.upper()} --cluster: two streamkeep primaries / one node",
+              f"{command}_two", f"{command}_one", CLUSTER_SCALING_TARGET),
+        ratio(f"{command.upper()} --cluster: two streamkeep primaries / two redis-server ones",
+              f"{command}_two", f"{command}_redis_two", CLUSTER_VS_REDIS_TARGET))),
 ))
 
 # `bench --compare-pure`: compiled over pure-Python rate per row, each round at least.
