@@ -53,6 +53,11 @@ SOURCE_CHECKED: dict[str, tuple[list[str], tuple[str, ...], list[tuple[str, set[
     "waitaof": (["@slow", "@blocking", "@connection"], ("WAITAOF", "0", "0", "0"), []),
     "client|setinfo": (["@slow", "@connection"], ("CLIENT", "SETINFO", "LIB-NAME", "x"), []),
     "client|no-touch": (["@slow", "@connection"], ("CLIENT", "NO-TOUCH", "ON"), []),
+    "cluster|myshardid": (["@slow"], ("CLUSTER", "MYSHARDID"), []),
+    # streamkeep's own: the topology a controller gives a cluster node (admin, as Redis's
+    # other CLUSTER subcommands that change a node's configuration).
+    "cluster|settopology": (["@admin", "@slow", "@dangerous"], ("CLUSTER", "SETTOPOLOGY", "1", "x"),
+                            []),
     # streamkeep's own: DEBUG's subcommands, with Redis's DEBUG's flags (admin).
     "debug|digest": (["@admin", "@slow", "@dangerous"], ("DEBUG", "DIGEST"), []),
     "debug|help": (["@admin", "@slow", "@dangerous"], ("DEBUG", "HELP"), []),
