@@ -45,6 +45,20 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
+def interrupt_behind(err: BaseException) -> Interrupted | None:
+    """The signal's Interrupted an exception was raised from, if any: one that landed inside
+    code that wraps what it meets (a class being made while a module imports wraps it in a
+    RuntimeError) still ends the command as an interruption."""
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, Interrupted):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def exit_status(signum: int) -> int:
     """The exit status of a command a signal ended: 128 + its number (the shell's)."""
     return 128 + signum

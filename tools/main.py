@@ -23,6 +23,7 @@ from streamkeep.tools.exits import (
     EXIT_USAGE,
     Parser,
     ignore_ending_signals,
+    interrupt_behind,
     interrupted,
     signal_of,
     signals_handled,
@@ -272,6 +273,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(words, chosen, name)
         except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGHUP (tools.exits.Interrupted)
             return interrupted(name[0], signal_of(err))
+        except Exception as err:
+            signalled = interrupt_behind(err)  # (a signal wrapped by the code it landed in)
+            if signalled is None:
+                raise
+            return interrupted(name[0], signalled.signum)
         finally:
             ignore_ending_signals()  # the command is over: its cleanup is all that is left
             _clean_up()

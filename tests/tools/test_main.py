@@ -134,3 +134,25 @@ def test_the_help_a_child_process_prints_on_a_wide_terminal() -> None:
                               timeout=60, check=True)
         assert max(map(len, done.stdout.splitlines())) <= 80, words
         assert "examples:" in done.stdout or "usage:" in done.stdout
+
+
+def test_a_signal_wrapped_by_the_code_it_landed_in_still_ends_the_command(monkeypatch, capsys):
+    """SIGTERM while a module imports lands in a class being made, which wraps it in a
+    RuntimeError: the command still ends as interrupted, one line and 143, no traceback."""
+    import signal
+
+    from streamkeep.tools import main as cli
+    from streamkeep.tools.exits import Interrupted
+
+    def run(words, chosen, name):
+        try:
+            raise Interrupted(signal.SIGTERM)
+        except Interrupted as signalled:
+            raise RuntimeError("Error calling __set_name__") from signalled
+
+    monkeypatch.setattr(cli, "_run", run)
+    assert cli.main(["demo"]) == 143
+    assert capsys.readouterr().err == "streamkeep demo: interrupted (SIGTERM)\n"
+    monkeypatch.setattr(cli, "_run", lambda *a: (_ for _ in ()).throw(RuntimeError("x")))
+    with pytest.raises(RuntimeError):
+        cli.main(["demo"])
