@@ -5,9 +5,9 @@ primaries, as redis-cli --cluster create spreads them; replicas given to the pri
 turn; the topology, at an epoch past every node's, set on each node with CLUSTER SETTOPOLOGY),
 `check` (every node the topology names reachable and holding the same topology, every slot
 served) and `info` (each primary's keys, slots and replicas), as text or JSON. It talks to the
-nodes with the project's RESP codec over plain sockets. Must not touch: a node's data (it
-reads CLUSTER NODES, CLUSTER INFO, CLUSTER MYID, CLUSTER MYSHARDID, DBSIZE and INFO
-replication, and sets the topology).
+nodes through the crash bench's RespTarget. Must not touch: a node's data (it reads CLUSTER
+NODES, CLUSTER INFO, CLUSTER MYID, CLUSTER MYSHARDID, DBSIZE and INFO replication, and sets
+the topology).
 
 Exit status: 0 ok; 1 `check` found a problem; 2 a node cannot be reached or refused the
 topology; 3 usage error.
@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
+from streamkeep.engine.wire.errors import StreamkeepError
 from streamkeep.tools.exits import EXIT_USAGE
 
 HELP = "make a cluster of streamkeep nodes from a fixed topology, check it, report it"
@@ -57,43 +56,38 @@ class NodeError(StreamkeepError):
 
 
 class Node:
-    """A connection to one node: `call(*args)` sends a command and returns its reply (RESP2,
-    decoded by the project's codec; an error reply raised as NodeError)."""
+    """A connection to one node (the crash bench's RespTarget): `call(*args)` sends a command
+    and returns its reply; no connection, no reply in time, or an error reply, NodeError."""
 
     def __init__(self, address: str) -> None:
-        from streamkeep.engine.wire.reply_parser import ReplyParser
+        from streamkeep.tools.crashbench.client import RespTarget
+        from streamkeep.tools.crashbench.target import ConnectionLost
 
         self.address = address
         self.host, self.port = split_address(address)
         try:
-            self.sock = socket.create_connection((self.host, self.port), TIMEOUT)
-        except OSError as err:
-            raise NodeError(f"{address}: cannot connect ({err.strerror or err})") from None
-        self.parser = ReplyParser()
+            self.target = RespTarget(self.host, self.port, TIMEOUT, TIMEOUT)
+        except ConnectionLost as err:
+            raise NodeError(f"{address}: cannot connect ({err.__cause__ or err})") from None
 
     def call(self, *args: str | bytes | int) -> Any:
-        from streamkeep.engine.wire.reply_parser import NEED_MORE, encode_command
+        from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
 
+        argv = [a if isinstance(a, bytes) else str(a).encode() for a in args]
         try:
-            self.sock.sendall(encode_command(list(args)))
-            while (reply := self.parser.next()) is NEED_MORE:
-                data = self.sock.recv(1 << 16)
-                if not data:
-                    raise NodeError(f"{self.address}: closed the connection")
-                self.parser.feed(data)
-        except OSError as err:
-            raise NodeError(f"{self.address}: {err.strerror or err}") from None
-        if isinstance(reply, ReplyError):
-            what = " ".join(a.decode() if isinstance(a, bytes) else str(a) for a in args[:2])
-            raise NodeError(f"{self.address}: {what}: {reply.line}")
-        return reply
+            return self.target.execute(argv)
+        except ConnectionLost as err:
+            raise NodeError(str(err)) from None
+        except CommandFailed as err:
+            what = b" ".join(argv[:2]).decode("utf-8", "replace")
+            raise NodeError(f"{self.address}: {what}: {err}") from None
 
     def text(self, *args: str) -> str:
         reply = self.call(*args)
         return reply.decode() if isinstance(reply, bytes) else str(reply)
 
     def close(self) -> None:
-        self.sock.close()
+        self.target.close()
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -165,11 +159,8 @@ def create(addresses: Sequence[str], replicas: int) -> dict[str, Any]:
         for node in nodes:
             if int(node.call("DBSIZE")):
                 raise NodeError(f"{node.address}: holds keys (a new cluster's nodes are empty)")
-            info = _fields(node.text("CLUSTER", "INFO"))
-            epoch = max(epoch, int(info.get("cluster_current_epoch", "0")))
-            own = next(line for line in node.text("CLUSTER", "NODES").splitlines()
-                       if " myself," in line)
-            cport = int(own.split()[1].split("@")[1].split(",")[0])
+            epoch = max(epoch, _epoch(node))
+            cport = _own_bus_port(node)
             members.append(ClusterNode(node.text("CLUSTER", "MYID"), node.host, node.port, cport,
                                        node.text("CLUSTER", "MYSHARDID")))
         heads = members[:primaries]
@@ -190,6 +181,17 @@ def create(addresses: Sequence[str], replicas: int) -> dict[str, Any]:
             node.close()
 
 
+def _own_bus_port(node: Node) -> int:
+    """The bus port a node shows for itself in CLUSTER NODES (NodeError: not a node's line)."""
+    for line in node.text("CLUSTER", "NODES").splitlines():
+        words = line.split()
+        if len(words) > 2 and "myself" in words[2].split(","):
+            bus = words[1].partition("@")[2].split(",")[0]
+            if bus.isdigit():
+                return int(bus)
+    raise NodeError(f"{node.address}: CLUSTER NODES shows no line of its own")
+
+
 def _wait_for_replicas(replicas: Sequence[Node]) -> None:
     """Until every replica's link to its primary is up (its first sync done)."""
     deadline = time.monotonic() + SYNC_TIMEOUT
@@ -199,6 +201,14 @@ def _wait_for_replicas(replicas: Sequence[Node]) -> None:
                 raise NodeError(f"{node.address}: not in sync with its primary after "
                                 f"{SYNC_TIMEOUT:g} s")
             time.sleep(0.1)
+
+
+def _epoch(node: Node) -> int:
+    """The topology epoch a node holds (CLUSTER INFO's cluster_current_epoch)."""
+    epoch = _fields(node.text("CLUSTER", "INFO")).get("cluster_current_epoch", "")
+    if not epoch.isdigit():
+        raise NodeError(f"{node.address}: CLUSTER INFO gives no cluster_current_epoch")
+    return int(epoch)
 
 
 def _fields(text: str) -> dict[str, str]:
@@ -221,13 +231,15 @@ def _report(topology: Any, addresses: dict[str, str]) -> dict[str, Any]:
 def survey(address: str) -> tuple[Any, dict[str, dict[str, Any]]]:
     """The topology `address` holds, and per node it names: its reachability, the epoch and
     the topology text it holds, its keys."""
-    from streamkeep.engine.exec.cluster import parse
+    from streamkeep.engine.exec.cluster import NodesFileError, parse
 
     first = Node(address)
     try:
         myself = first.text("CLUSTER", "MYID")
         topology = parse(first.text("CLUSTER", "NODES"), address, myself_id=myself)
-        topology.epoch = int(_fields(first.text("CLUSTER", "INFO"))["cluster_current_epoch"])
+        topology.epoch = _epoch(first)
+    except NodesFileError as err:
+        raise NodeError(f"CLUSTER NODES: {err}") from None
     finally:
         first.close()
     seen: dict[str, dict[str, Any]] = {}
@@ -240,8 +252,7 @@ def survey(address: str) -> tuple[Any, dict[str, dict[str, Any]]]:
             continue
         try:
             seen[node_id] = {
-                "address": where, "epoch": int(_fields(node.text("CLUSTER", "INFO"))
-                                               ["cluster_current_epoch"]),
+                "address": where, "epoch": _epoch(node),
                 "view": _view(node.text("CLUSTER", "NODES")), "keys": int(node.call("DBSIZE"))}
         except NodeError as err:
             seen[node_id] = {"address": where, "error": str(err)}

@@ -20,7 +20,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
 from streamkeep.engine.exec.key_specs import slot_positions
-from streamkeep.engine.exec.keys import add_db0_keys, single_key
+from streamkeep.engine.exec.keys import ALL_DATABASES, effect_keys, single_key
 from streamkeep.engine.model.keyslot import SLOTS, key_slot
 from streamkeep.engine.wire.errors import StreamkeepError
 
@@ -116,8 +116,10 @@ class Topology:
         me.hostname = str(config["cluster-announce-hostname"])
         me.port = int(config["cluster-announce-port"]) or self.port or me.port
         me.tls_port = int(config["cluster-announce-tls-port"]) or self.tls_port
+        # (no bus listens: past port 55535, where Redis refuses to start, none is shown)
+        bus = me.port + BUS_PORT_OFFSET
         me.cport = (int(config["cluster-announce-bus-port"]) or int(config["cluster-port"])
-                    or me.port + BUS_PORT_OFFSET)
+                    or (bus if bus <= 65535 else 0))
 
     # --- what it says -------------------------------------------------------------------
 
@@ -161,12 +163,6 @@ class Topology:
     def replicas_of(self, node_id: str) -> list[ClusterNode]:
         return [node for node in self.nodes.values() if node.primary == node_id]
 
-    def primary_of(self, node: ClusterNode) -> ClusterNode:
-        """The node itself for a primary, else the primary it replicates."""
-        if node.primary is None:
-            return node
-        return self.nodes.get(node.primary, node)
-
     # --- routing ------------------------------------------------------------------------
 
     def refusal(self, session: Session, spec: CommandSpec, argv: Argv,
@@ -192,8 +188,6 @@ class Topology:
                 owner = self.owners[slot]
                 if owner == self.myself.id and self.ok:
                     return None, slot
-        elif spec.name != "exec":
-            return None, -1
         commands = queued if queued is not None else ((spec, argv),)
         slot = -1
         shard_channels = False
@@ -290,8 +284,13 @@ class SlotKeys:
                     self._discard(key, _slot_of(key))
                 return
         pending = self.pending
-        if add_db0_keys(pending, db, effects):
-            self.by_slot = {}
+        for key_db, key in effect_keys(db, effects):
+            if key is None:  # a flush: of database 0, or of all
+                if key_db == 0 or key_db == ALL_DATABASES:
+                    pending.clear()
+                    self.by_slot = {}
+            elif key_db == 0:
+                pending.add(key)
         if len(pending) >= self.FOLD_AT:
             self.fold(keyspaces)
 
@@ -461,6 +460,13 @@ def parse(text: str, path: str, myself_id: str | None = None,
     return Topology(myself, nodes, owners, epoch)
 
 
+def _port(text: str) -> int:
+    """A TCP port of a node line (ValueError otherwise)."""
+    if not text.isdigit() or int(text) > 65535:
+        raise ValueError(f"bad port {text!r}")
+    return int(text)
+
+
 def _node_of(words: list[str]) -> tuple[ClusterNode, bool, list[tuple[int, int]]]:
     """One node line's node, whether it is flagged myself, and its slot ranges."""
     node_id, address, flags, primary = words[0], words[1], words[2].split(","), words[3]
@@ -471,10 +477,10 @@ def _node_of(words: list[str]) -> tuple[ClusterNode, bool, list[tuple[int, int]]
     ip, _, port = host_port.rpartition(":")
     extra = dict(item.partition("=")[::2] for item in aux if "=" in item)
     hostnames = [item for item in aux if "=" not in item]
-    node = ClusterNode(node_id, ip, int(port), int(cport or 0), extra.get("shard-id", ""),
+    ports = [_port(port), _port(cport or "0"), _port(extra.get("tls-port", "0"))]
+    node = ClusterNode(node_id, ip, ports[0], ports[1], extra.get("shard-id", ""),
                        hostname=hostnames[0] if hostnames else extra.get("hostname", ""),
-                       primary=None if primary == "-" else primary,
-                       tls_port=int(extra.get("tls-port", "0")))
+                       primary=None if primary == "-" else primary, tls_port=ports[2])
     slots = []
     for word in words[8:]:
         first, _, last = word.partition("-")

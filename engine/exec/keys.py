@@ -398,7 +398,7 @@ _EFFECT_RANGES: Final[dict[bytes, tuple[int, int, int]]] = {}
 
 
 def _effect_range(effect: Sequence[Any]) -> tuple[int, int, int]:
-    name = effect[0] if not isinstance(effect, list) else effect[0]  # (a list's: read directly)
+    name = effect[0]
     if type(name) is not bytes:  # (a decoded record's may be another bytes-like object)
         name = bytes(name)
     found = _EFFECT_RANGES.get(name)
@@ -449,36 +449,3 @@ def single_key(effect: Sequence[Any]) -> bytes | None:
     if first <= 0 or (last != first and not (last < 0 and len(effect) == first + 1)):
         return None
     return effect[first] if first < len(effect) else None
-
-
-def add_db0_keys(keys: set[bytes], db: int, effects: list[Any]) -> bool:
-    """`effect_keys` for a cluster node, whose one database is 0, in a few steps per effect
-    (every write's record passes here): the keys of database 0 the effects change added to
-    `keys`; a flush of database 0 (or of all) empties `keys` of what came before it, and makes
-    this return True."""
-    flushed = False
-    for effect in effects:
-        first, last, step = _effect_range(effect)
-        if first <= 0:
-            if first == -1:
-                db = int(effect[1])
-            elif first == -3 or (first == -2 and db == 0):
-                keys.clear()
-                flushed = True
-            continue
-        if db != 0:
-            continue
-        n = len(effect)
-        end = n - 1 if last < 0 or last >= n else last
-        if step <= 0:
-            step = 1
-        i = first
-        if isinstance(effect, list):  # (the common case: a list's items read directly)
-            while i <= end:
-                keys.add(effect[i])
-                i += step
-            continue
-        while i <= end:
-            keys.add(effect[i])
-            i += step
-    return flushed

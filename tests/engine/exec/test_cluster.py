@@ -222,3 +222,29 @@ def test_the_slot_index_matches_the_keyspace_after_random_writes():
             for slot in {key_slot(k.encode()) for k in keys}:
                 assert index.count(engine.keyspaces, slot) == scanned.count(engine.keyspaces,
                                                                              slot), step
+
+
+def test_a_topology_text_from_a_careless_or_hostile_client_is_refused_cleanly():
+    """SETTOPOLOGY's lines are a client's: whatever they hold (random words, huge ranges and
+    numbers, separators in odd places), parsing ends in a topology or NodesFileError."""
+    import random
+
+    from streamkeep.engine.exec.cluster import NodesFileError, parse
+
+    rng = random.Random(74)
+    pieces = ["a" * 40, "b" * 40, "-", "0", "16383", "16384", "0-16383", "5-2", "9" * 30,
+              "127.0.0.1:7000@17000", "h:99999999@1", ":@", "@", ",", "=", "shard-id=",
+              "tls-port=70000", "myself,master",
+              "slave", "master", "connected", "vars", "currentEpoch", "x" * 1000, "", "\t"]
+    for _ in range(3000):
+        lines = [" ".join(rng.choice(pieces) for _ in range(rng.randrange(12)))
+                 for _ in range(rng.randrange(4))]
+        if rng.random() < 0.3:
+            lines.insert(0, f"{'a' * 40} 127.0.0.1:7000@17000 myself,master - 0 0 0 connected")
+        with contextlib.suppress(NodesFileError):
+            topology = parse("\n".join(lines), "the topology", myself_id="a" * 40)
+            assert all(0 <= n.port <= 65535 and 0 <= n.cport <= 65535
+                       and 0 <= n.tls_port <= 65535 for n in topology.nodes.values())
+    for address in ("h:99999999@1", "h:1@70000", "h:1@1,tls-port=70000", "h:-1@1"):
+        with pytest.raises(NodesFileError, match="line 1"):
+            parse(f"{'a' * 40} {address} myself,master - 0 0 0 connected", "the topology")
