@@ -172,6 +172,18 @@ def cluster_settopology(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
+@subcommand(CLUSTER, "relay", 4, "admin pubsub loading stale fast", keys="", since="8.10.0",
+            summary="Delivers a message published on another node of the cluster to this "
+                    "node's subscribers.",
+            syntax="channel message")
+def cluster_relay(ctx: Ctx, argv: Argv) -> int:
+    """What a cluster's bus carries for PUBLISH (engine.services.cluster_relay sends it): the
+    message delivered here, to this node's subscribers only (it goes no further: not to the
+    other nodes, not to replicas). Replies the receivers here, as PUBLISH does."""
+    topology_of(ctx)
+    return ctx.engine.pubsub.publish(argv[2], argv[3])
+
+
 def _node_named(topology: Topology, arg: bytes) -> ClusterNode:
     node_id = arg.decode("utf-8", "surrogateescape")
     node = topology.nodes.get(node_id)

@@ -127,7 +127,11 @@ def punsubscribe(ctx: Ctx, argv: Argv) -> Any:
          summary="Posts a message to a channel.", syntax="channel message")
 def publish(ctx: Ctx, argv: Argv) -> int:
     receivers = ctx.engine.pubsub.publish(argv[1], argv[2])
-    _propagate(ctx, b"PUBLISH", argv)
+    cluster = ctx.engine.cluster
+    if cluster is None:
+        _propagate(ctx, b"PUBLISH", argv)
+    elif cluster.relay is not None:  # to every other node, as Redis's bus carries it
+        cluster.relay.publish(argv[1], argv[2])
     return receivers
 
 

@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from streamkeep.engine.exec.key_specs import slot_positions
 from streamkeep.engine.exec.keys import ALL_DATABASES, effect_keys, single_key
@@ -67,6 +67,14 @@ class ClusterNode:
         return self.primary is None
 
 
+class Relaying(Protocol):
+    """What carries a node's published messages to the others (Redis's bus does)."""
+
+    def publish(self, channel: bytes, message: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class Topology:
     """What a node knows of its cluster: the nodes (`myself` among them), each slot's owner
@@ -89,6 +97,8 @@ class Topology:
     # How the node takes a newer topology (its file written, its replication role set): the
     # service that attached it sets it (engine.services.cluster_node).
     keep: Callable[[Topology], None] | None = field(default=None, compare=False, repr=False)
+    # Where a client's PUBLISH goes to the other nodes (engine.services.cluster_relay).
+    relay: Relaying | None = field(default=None, compare=False, repr=False)
 
     def successor_refusal(self, new: Topology) -> str | None:
         """Why `new` cannot replace this topology (its error line), or None: an older epoch
@@ -247,16 +257,24 @@ class SlotKeys:
         self.by_slot: dict[int, set[bytes]] = {}
         self.pending: set[bytes] = set()
         self.total = 0  # database 0's keys as of the last record noted
+        # Database 0's dict of each type, and the keyspaces they were taken from: a flush
+        # clears them in place, and a replaced keyspace is rebuilt, so they stay the ones.
+        self.spaces: list[list[dict[bytes, Any]]] | None = None
+        self.db0: list[dict[bytes, Any]] = []
 
     def rebuild(self, keyspaces: list[list[dict[bytes, Any]]]) -> None:
         """Index every key of database 0 of each type's keyspace."""
         self.by_slot = {}
         self.pending = set()
-        self.total = 0
-        for spaces in keyspaces:
-            self.total += len(spaces[0])
-            for key in spaces[0]:
+        self._bind(keyspaces)
+        self.total = sum(len(space) for space in self.db0)
+        for space in self.db0:
+            for key in space:
                 self._add(key, _slot_of(key))
+
+    def _bind(self, keyspaces: list[list[dict[bytes, Any]]]) -> None:
+        self.spaces = keyspaces
+        self.db0 = [spaces[0] for spaces in keyspaces]
 
     def _add(self, key: bytes, slot: int) -> None:
         keys = self.by_slot.get(slot)
@@ -270,9 +288,11 @@ class SlotKeys:
         it empties the index). A record of one effect on one key (most of them) is indexed at
         once from database 0's key count: the same, nothing to do (the key was there and is,
         or was not and is not); one more, the key is new; one fewer, it is gone."""
+        if keyspaces is not self.spaces:
+            self._bind(keyspaces)
         total = 0
-        for spaces in keyspaces:
-            total += len(spaces[0])
+        for space in self.db0:
+            total += len(space)
         change = total - self.total
         self.total = total
         if db == 0 and len(effects) == 1 and -1 <= change <= 1:

@@ -442,10 +442,52 @@ def effect_keys(db: int, effects: Iterable[Any]) -> list[tuple[int, bytes | None
     return out
 
 
+# single_key's answer by effect name: where its one key is (> 0: always there; < 0: there
+# when the effect has nothing after it, a DEL of one key), 0 for none or several, _PER_EFFECT
+# when it depends on the subcommand. A cluster node asks it of every record it applies.
+_PER_EFFECT: Final = -(1 << 30)
+_SINGLE_AT: Final[dict[bytes, int]] = {}
+_LAST: tuple[object, int] = (None, 0)  # the last name asked and its answer (most are XADDs)
+
+
 def single_key(effect: Sequence[Any]) -> bytes | None:
     """The one key an effect names (a SET's, an XADD's), or None when it names none or
     several (or is a SELECT or a flush)."""
-    first, last, _step = _effect_range(effect)
-    if first <= 0 or (last != first and not (last < 0 and len(effect) == first + 1)):
-        return None
-    return effect[first] if first < len(effect) else None
+    # (A list, as commands emit them, read with the list's own operations: this runs for
+    # every record a cluster node applies. A replayed record's tuples are copied.)
+    args: list[Any] = effect if isinstance(effect, list) else list(effect)
+    global _LAST
+    name = args[0]
+    last_name, at = _LAST
+    if name is not last_name:
+        found = _SINGLE_AT.get(name) if type(name) is bytes else None
+        at = _single_at(args) if found is None else found
+        if found is not None and found != _PER_EFFECT:
+            _LAST = (name, found)
+    if at == _PER_EFFECT:
+        at = _position(_effect_range(args))
+    if at > 0:
+        return args[at] if at < len(args) else None
+    if at < 0 and len(args) == 1 - at:
+        return args[-at]
+    return None
+
+
+def _single_at(effect: Sequence[Any]) -> int:
+    """single_key's position for this effect, kept by name when its name decides it."""
+    found = _effect_range(effect)
+    at = _position(found)
+    name = effect[0]
+    if type(name) is bytes:
+        by_name = _EFFECT_RANGES.get(name)
+        _SINGLE_AT[name] = at if by_name == found else _PER_EFFECT
+    return at
+
+
+def _position(found: tuple[int, int, int]) -> int:
+    first, last, _step = found
+    if first <= 0:
+        return 0
+    if last == first:
+        return first
+    return -first if last < 0 else 0

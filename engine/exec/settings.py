@@ -731,8 +731,8 @@ _PARAMS: list[Param] = [
           summary="seconds a cached TLS session may be resumed"),
     Param("tls-replication", "bool", False,
           summary="a replica connects to its primary over TLS"),
-    Param("tls-cluster", "bool", False, check=_must_be(False, "streamkeep has no cluster bus"),
-          summary="always no: there is no cluster bus"),
+    Param("tls-cluster", "bool", False,
+          summary="a cluster node relays published messages to the others over TLS"),
     # Cluster mode (engine.exec.cluster; the server sets a node's topology up): Redis's names.
     Param("cluster-enabled", "bool", False, mutable=False,
           summary="serve as a Redis Cluster node: keys routed by hash slot (alone: every slot)"),

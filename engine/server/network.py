@@ -1453,6 +1453,10 @@ class Server:
         for listener in self._busy_listeners:
             listener.close()
         self._busy_listeners.clear()
+        if self.engine.cluster is not None:  # (its links to the other nodes)
+            from streamkeep.engine.services.cluster_node import detach as detach_cluster
+
+            detach_cluster(self.engine)
         for client in list(self.clients.values()):
             client.flush()
             client.close()

@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING, Final
 
 from streamkeep.engine.exec.cluster import ClusterNode, Topology, alone, new_id, parse, render
+from streamkeep.engine.services.cluster_relay import Relay
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.engine_state import EngineState
@@ -37,6 +38,7 @@ def attach(engine: EngineState, port: int, tls_port: int = 0) -> Topology:
     topology.configure(config)
     topology.slot_keys.rebuild(engine.keyspaces)
     topology.keep = lambda new: keep(engine, new)
+    topology.relay = Relay(engine)
     engine.cluster = topology
     if path is not None:
         save(engine, topology)
@@ -55,9 +57,17 @@ def keep(engine: EngineState, new: Topology) -> None:
     new.listening(old.port, old.tls_port)
     new.configure(engine.config)
     new.keep = old.keep
+    new.relay = old.relay
     save(engine, new)
     engine.cluster = new
     follow(engine, new, old)
+
+
+def detach(engine: EngineState) -> None:
+    """The server stops: the links to the other nodes closed."""
+    topology = engine.cluster
+    if topology is not None and topology.relay is not None:
+        topology.relay.close()
 
 
 def follow(engine: EngineState, new: Topology, old: Topology | None) -> None:

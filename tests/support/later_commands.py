@@ -58,6 +58,10 @@ SOURCE_CHECKED: dict[str, tuple[list[str], tuple[str, ...], list[tuple[str, set[
     # other CLUSTER subcommands that change a node's configuration).
     "cluster|settopology": (["@admin", "@slow", "@dangerous"], ("CLUSTER", "SETTOPOLOGY", "1", "x"),
                             []),
+    # streamkeep's own: a message published on another node, delivered here (what Redis's
+    # bus carries: admin, as the topology command; pubsub, as PUBLISH).
+    "cluster|relay": (["@pubsub", "@admin", "@fast", "@dangerous"],
+                      ("CLUSTER", "RELAY", "c", "m"), []),
     # streamkeep's own: DEBUG's subcommands, with Redis's DEBUG's flags (admin).
     "debug|digest": (["@admin", "@slow", "@dangerous"], ("DEBUG", "DIGEST"), []),
     "debug|help": (["@admin", "@slow", "@dangerous"], ("DEBUG", "HELP"), []),

@@ -144,3 +144,81 @@ def test_usage_and_unreachable_nodes(spawn, tmp_path):
     server.client().set("k", "v")
     full = cli("create", f"127.0.0.1:{server.port}")
     assert full.returncode == EXIT_NODE and "holds keys" in full.stderr
+
+
+def _messages(pubsub: Any, wanted: int) -> list[bytes]:
+    """What `pubsub` receives until it holds `wanted` messages, and a little after (so that a
+    duplicate would be seen); a wait bounded by attempts, not by a clock."""
+    got: list[bytes] = []
+    quiet = 0
+    for _ in range(200):
+        message = pubsub.get_message(ignore_subscribe_messages=True, timeout=0.1)
+        if message is None:
+            quiet += 1
+            if len(got) >= wanted and quiet >= 5:
+                break
+            continue
+        quiet = 0
+        got.append(message["data"])
+    return got
+
+
+def test_publish_reaches_every_node_once(spawn, tmp_path):
+    servers = nodes(spawn, tmp_path, 4)
+    assert cli("create", *addresses(servers), "--replicas", "1").returncode == 0
+    subscribers = []
+    for server in servers:
+        pubsub = server.client().pubsub()
+        pubsub.subscribe("news")
+        assert pubsub.get_message(timeout=5)["type"] == "subscribe"
+        subscribers.append(pubsub)
+    try:
+        # Published on a primary and on a replica: each node's subscriber gets both, once
+        # (a primary's own replica through the relay only, not its replication too).
+        publisher = servers[0].client()
+        assert publisher.publish("news", "from a primary") == 1  # (this node's receivers)
+        assert servers[3].client().publish("news", "from a replica") == 1
+        for pubsub in subscribers:
+            assert sorted(_messages(pubsub, 2)) == [b"from a primary", b"from a replica"]
+        # In order, per publisher.
+        for i in range(50):
+            publisher.publish("news", str(i))
+        for pubsub in subscribers[1:]:
+            assert _messages(pubsub, 50) == [str(i).encode() for i in range(50)]
+    finally:
+        for pubsub in subscribers:
+            pubsub.close()
+
+
+def test_a_topology_acknowledged_survives_a_kill(spawn, tmp_path):
+    """A newer topology that gave slots away, acknowledged, then the node SIGKILLed: back, it
+    answers MOVED for them by that topology, and takes no write there."""
+    servers = nodes(spawn, tmp_path, 2)
+    assert cli("create", *addresses(servers)).returncode == 0
+    first, second = (s.client() for s in servers)
+    lines = [line for line in first.execute_command("CLUSTER", "NODES").decode().splitlines()]
+    ids = {int(line.split()[1].split(":")[1].split("@")[0]): line.split()[0] for line in lines}
+    me, other = ids[servers[0].port], ids[servers[1].port]
+    text = "\n".join(line for line in first.execute_command("CLUSTER", "NODES").decode()
+                     .splitlines())
+    # Epoch 2: the first node's slots 0-99 go to the second.
+    moved = []
+    for line in text.splitlines():
+        fields = line.split()
+        fields[2] = fields[2].replace("myself,", "")
+        if fields[0] == me:
+            fields[8:] = ["100-8191"]
+        else:
+            fields[8:] = ["0-99", "8192-16383"]
+        moved.append(" ".join(fields))
+    for client in (second, first):
+        assert client.execute_command("CLUSTER", "SETTOPOLOGY", 2, *moved) == b"OK"
+    servers[0].kill()
+    port = servers[0].port
+    again = spawn(tmp_path / "n0", "--cluster-enabled", "yes", "--port", str(port), port=port)
+    key = next(f"k{i}" for i in range(10_000) if key_slot(f"k{i}".encode()) < 100)
+    with pytest.raises(redis.ResponseError,
+                       match=f"^{key_slot(key.encode())} 127.0.0.1:{servers[1].port}$"):
+        again.client().set(key, "v")
+    assert other in again.client().execute_command("CLUSTER", "NODES").decode()
+    assert b"cluster_current_epoch:2" in again.client().execute_command("CLUSTER", "INFO")

@@ -56,3 +56,29 @@ def test_config_set_announces_another_address(spawn, tmp_path):
     assert f" 192.0.2.9:{node.port}@{node.port + 10000},node.example myself,master " in line
     slots = client.execute_command("CLUSTER", "SLOTS")
     assert slots[0][2][:2] == [b"192.0.2.9", node.port]
+
+
+def test_cluster_relay_delivers_here_only(spawn, tmp_path):
+    node = spawn(tmp_path / "d", "--cluster-enabled", "yes")
+    pubsub = node.client().pubsub()
+    pubsub.subscribe("c")
+    assert pubsub.get_message(timeout=5)["type"] == "subscribe"
+    try:
+        assert node.client().execute_command("CLUSTER", "RELAY", "c", "hello") == 1
+        assert pubsub.get_message(timeout=5)["data"] == b"hello"
+        with pytest.raises(ResponseError, match="wrong number of arguments"):
+            node.client().execute_command("CLUSTER", "RELAY", "c")
+        admin = node.client()
+        admin.execute_command("ACL", "SETUSER", "reader", "on", ">pw", "+@all", "-@admin",
+                              "allchannels", "allkeys")
+        reader = node.client(username="reader", password="pw")
+        with pytest.raises(ResponseError, match="no permissions to run the 'cluster.relay'"):
+            reader.execute_command("CLUSTER", "RELAY", "c", "x")
+    finally:
+        pubsub.close()
+
+
+def test_cluster_relay_outside_cluster_mode(spawn, tmp_path):
+    node = spawn(tmp_path / "d")
+    with pytest.raises(ResponseError, match="^This instance has cluster support disabled$"):
+        node.client().execute_command("CLUSTER", "RELAY", "c", "x")

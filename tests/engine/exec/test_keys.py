@@ -147,3 +147,24 @@ def test_a_replicas_blocked_read_keeps_an_expired_stream_hidden_when_rerun() -> 
         apply("DEL", "s")
         apply("XADD", "s", "3-1", "f", "v")  # a new stream, no TTL: the read gets it
         assert woken and [entry[0] for entry in dict(waiter.result.items)[b"s"]] == [b"3-1"]
+
+
+@pytest.mark.parametrize("effect, key", [
+    ([b"XADD", b"s", b"1-1", b"f", b"v"], b"s"),
+    ([b"SET", b"k", b"v"], b"k"),
+    ([b"DEL", b"a"], b"a"),
+    ([b"DEL", b"a", b"b"], None),  # (several keys)
+    ([b"RENAME", b"a", b"b"], None),
+    ([b"XGROUP", b"CREATE", b"s", b"g", b"$"], b"s"),  # (a subcommand's key)
+    ([b"XGROUP", b"HELP"], None),
+    ([b"FLUSHDB"], None),
+    ([b"SELECT", b"1"], None),
+])
+def test_single_key_names_an_effects_one_key(effect, key):
+    from streamkeep.engine.exec.keys import single_key
+
+    for _ in range(2):  # (the second time from what the first kept)
+        assert single_key(effect) == key
+        assert single_key(tuple(effect)) == key  # (a replayed record's)
+    assert single_key([b"XADD", b"s", b"1-1", b"f", b"v"]) == b"s"  # (after another name)
+    assert single_key(effect) == key
