@@ -7,13 +7,12 @@ outside cluster mode, the same refusals."""
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.support.cluster_redis import start_cluster_node
+from tests.support.cluster_redis import serve_every_slot, start_cluster_node
 from tests.support.resp_client import RespClient
 
 pytestmark = pytest.mark.redis
@@ -27,12 +26,7 @@ def pair(spawn, tmp_path) -> Iterator[tuple[RespClient, RespClient, int, int]]:
     streamkeep node alone and a redis-server node given every slot."""
     oracle = start_cluster_node(tmp_path / "redis")
     try:
-        with RespClient(oracle.host, oracle.port) as c:
-            assert c.execute("CLUSTER", "ADDSLOTSRANGE", "0", "16383") == "OK"
-            deadline = time.monotonic() + 30
-            while b"cluster_state:ok" not in c.execute("CLUSTER", "INFO"):
-                assert time.monotonic() < deadline, "redis-server's cluster did not come up"
-                time.sleep(0.05)
+        serve_every_slot(oracle)
         node = spawn(tmp_path / "sk", "--cluster-enabled", "yes")
         with RespClient("127.0.0.1", node.port) as ours, \
                 RespClient(oracle.host, oracle.port) as theirs:

@@ -26,6 +26,7 @@ SERVER = PAGES / "getting-started" / "server.md"
 QUEUE = PAGES / "getting-started" / "queue.md"
 POOL = PAGES / "getting-started" / "worker-pool.md"
 ASYNCIO = PAGES / "getting-started" / "asyncio.md"
+CLUSTER = PAGES / "getting-started" / "cluster.md"
 
 
 def run_page(page: Path, cwd: Path) -> list[str]:
@@ -95,7 +96,7 @@ def test_the_queue_tutorial_handles_everything_and_dead_letters_the_poison(
     assert figures["dead"] == 0 and figures["lag"] == 1  # requeued: a new message
 
 
-@pytest.mark.parametrize("page", [EMBEDDED, SERVER, QUEUE, POOL, ASYNCIO],
+@pytest.mark.parametrize("page", [EMBEDDED, SERVER, QUEUE, POOL, ASYNCIO, CLUSTER],
                          ids=lambda p: p.name)
 def test_the_shell_lines_are_real_commands(page: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
@@ -141,3 +142,45 @@ def test_the_asyncio_page_runs_in_process_then_on_a_shared_directory(tmp_path: P
             assert db.execute("XLEN", "orders") == 100
     finally:
         stop_servers(tmp_path / "shared-data")
+
+
+@pytest.mark.redis
+def test_the_cluster_page_makes_a_cluster_and_a_node_comes_back(spawn, tmp_path: Path) -> None:
+    """The page's three nodes (spawned here on free ports: the page's 7000-7002 may be taken),
+    its `cluster create` line, its client block, its MOVED line, and the restarted node
+    serving what it had."""
+    from redis.cluster import RedisCluster
+
+    from streamkeep.tools.cluster import spread
+    from streamkeep.engine.model.keyslot import key_slot
+
+    text = CLUSTER.read_text()
+    servers = [spawn(tmp_path / f"node-{7000 + i}", "--cluster-enabled", "yes",
+                     "--appendfsync", "always") for i in range(3)]
+    ports = {str(7000 + i): str(server.port) for i, server in enumerate(servers)}
+
+    def here(line: str) -> str:
+        return re.sub(r"\b700[0-2]\b", lambda m: ports[m.group(0)], line)
+
+    create = next(argv for argv in command_lines(text) if argv[:2] == ["cluster", "create"])
+    made = subprocess.run([sys.executable, "-m", "streamkeep", *map(here, create)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.splitlines()[-1] == "topology epoch 1"
+    (code,) = python_blocks(text)
+    out = run_python_blocks([here(code)], tmp_path, "getting-started/cluster.md")[0]
+    assert out.splitlines() == ["1 b'1'", str(sorted(s.port for s in servers))]
+    # The page's MOVED line: the slot, and the second node its owner.
+    slot = key_slot(b"{tenant-0}:submitted")
+    assert f"(error) MOVED {slot} 127.0.0.1:7001" in text
+    assert spread(3)[1][0] <= slot <= spread(3)[1][1]
+    # The second node killed and started again on its directory: the same slots and keys.
+    servers[1].kill()
+    spawn(tmp_path / "node-7001", "--cluster-enabled", "yes", "--appendfsync", "always",
+          "--port", str(servers[1].port), port=servers[1].port)
+    rc = RedisCluster(host="127.0.0.1", port=servers[0].port)
+    try:
+        assert rc.get("{tenant-0}:submitted") == b"1"
+        assert rc.xlen("{tenant-0}:jobs") == 1
+    finally:
+        rc.close()

@@ -16,12 +16,14 @@ port may well be.
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from streamkeep.tools.servers import RedisServer, ServerFailed, free_port
+from tests.support.resp_client import RespClient
 
 STARTUP_TIMEOUT = 10.0
 STOP_TIMEOUT = 5.0
@@ -46,6 +48,18 @@ def start_cluster_node(root: Path) -> RedisServer:
             if "Address already in use" not in str(err):
                 break
     raise failure
+
+
+def serve_every_slot(node: RedisServer) -> None:
+    """Give the node every slot and wait until its cluster says ok (a node alone: what a
+    streamkeep node alone is)."""
+    with RespClient(node.host, node.port) as client:
+        assert client.execute("CLUSTER", "ADDSLOTSRANGE", "0", "16383") == "OK"
+        for _ in range(600):  # (a wait bounded by attempts: it is ok within a second)
+            if b"cluster_state:ok" in client.execute("CLUSTER", "INFO"):
+                return
+            time.sleep(0.05)
+    raise AssertionError("redis-server's cluster did not come up")
 
 
 @pytest.fixture(scope="module")
