@@ -151,8 +151,8 @@ def test_the_cluster_page_makes_a_cluster_and_a_node_comes_back(spawn, tmp_path:
     serving what it had."""
     from redis.cluster import RedisCluster
 
-    from streamkeep.tools.cluster import spread
     from streamkeep.engine.model.keyslot import key_slot
+    from streamkeep.tools.cluster import spread
 
     text = CLUSTER.read_text()
     servers = [spawn(tmp_path / f"node-{7000 + i}", "--cluster-enabled", "yes",
