@@ -79,6 +79,11 @@ def test_a_three_primary_cluster(spawn, tmp_path):
                                 capture_output=True, text=True, timeout=60, check=False)
         assert "[OK] All nodes agree about slots configuration." in report.stdout
         assert "[OK] All 16384 slots covered." in report.stdout
+        # redis-cli -c follows MOVED from any node to the key's.
+        for server in servers:
+            got = subprocess.run(["redis-cli", "-c", "-p", str(server.port), "GET", "key:7"],
+                                 capture_output=True, text=True, timeout=60, check=False)
+            assert got.stdout.strip() == "7", got
     # A restarted node holds the same topology, and serves its keys.
     before = sorted(servers[1].client().execute_command("CLUSTER", "NODES").splitlines())
     servers[1].stop()
