@@ -105,6 +105,7 @@ class Link:
         self.dropped = 0
         self.wake = threading.Condition()
         self.stopped = False
+        self.refused = False
         self.sock: socket.socket | None = None
         self.thread = threading.Thread(target=self._run, name=f"cluster-relay-{node.id[:8]}",
                                        daemon=True)
@@ -135,7 +136,13 @@ class Link:
         while not self.stopped:
             try:
                 self._session()
-            except (OSError, ReplyError) as err:
+            except ReplyError as err:  # (refused: a password or a user's rights; said once)
+                if not self.stopped and not self.refused:
+                    log.warning("cluster relay to %s:%d refused: %s (published messages do "
+                                "not reach that node; see masteruser/masterauth)",
+                                self.address[0], self.address[1], err.line)
+                self.refused = True
+            except OSError as err:
                 if not self.stopped:
                     log.debug("cluster relay to %s:%d: %s", self.address[0], self.address[1],
                               err)
