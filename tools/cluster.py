@@ -57,6 +57,10 @@ class NodeError(StreamkeepError):
     """A node cannot be reached, or answered an error: the one line to print."""
 
 
+class PrimaryError(NodeError):
+    """A primary the topology names cannot be reached or asked (`primaries`)."""
+
+
 class Node:
     """A connection to one node (the crash bench's RespTarget): `call(*args)` sends a command
     and returns its reply; no connection, no reply in time, or an error reply, NodeError."""
@@ -294,7 +298,7 @@ def primaries(address: str) -> list[Primary]:
     """Every primary of the topology `address` holds, in slot order (a primary serving no
     slot last), each asked for its data directory. NodeError naming the primary (its id,
     address, slots and replicas) when one cannot be reached, answers as another node, or
-    names no data directory (a server without one)."""
+    names no data directory (a server without one): PrimaryError."""
     topology = topology_of(address)
     heads = sorted((n for n in topology.nodes.values() if n.is_primary),
                    key=lambda n: (topology.slot_ranges(n.id) or [(SLOTS, SLOTS)])[0])
@@ -307,8 +311,8 @@ def primaries(address: str) -> list[Primary]:
             directory, config_file = _directory(head.id, where)
         except NodeError as err:
             served = ", ".join(f"{a}-{b}" for a, b in slots) or "none"
-            raise NodeError(f"primary {head.id} at {where} (slots {served}; replicas: "
-                            f"{', '.join(replicas) or 'none'}): {err}") from None
+            raise PrimaryError(f"primary {head.id} at {where} (slots {served}; replicas: "
+                               f"{', '.join(replicas) or 'none'}): {err}") from None
         found.append(Primary(head.id, where, slots, directory, config_file, replicas))
     return found
 

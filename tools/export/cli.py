@@ -313,10 +313,7 @@ def _shards(args: argparse.Namespace) -> list[Any] | None:
         try:
             return shards_mod.from_cluster(args.cluster)
         except shards_mod.NodeProblem as err:
-            raise _Failed(f"{err}" + (": export the shards from their directories instead "
-                                      "(--shard DIR for each; a replica's will do)"
-                                      if str(err).startswith("primary ") else ""),
-                          EXIT_NODE) from None
+            raise _Failed(str(err), EXIT_NODE) from None
     try:
         return shards_mod.from_directories(args.shard)
     except ExportError as err:

@@ -55,10 +55,13 @@ def from_cluster(address: str) -> list[Shard]:
     """Every primary of the cluster the node at `address` belongs to, with its data directory
     as read from here (NodeProblem: a node unreachable, no cluster node, a directory not
     readable here or holding another node's files)."""
-    from streamkeep.tools.cluster import NodeError, primaries
+    from streamkeep.tools.cluster import NodeError, PrimaryError, primaries
 
     try:
         heads = primaries(address)
+    except PrimaryError as err:  # (no replica is guessed to be up to date)
+        raise NodeProblem(f"{err}: export the shards from their directories instead (--shard "
+                          "DIR for each; a replica's will do)") from None
     except NodeError as err:
         raise NodeProblem(str(err)) from None
     shards = []

@@ -114,6 +114,12 @@ def test_bad_sources_are_one_line_each(spawn: Any, tmp_path: Path) -> None:
         got, err = export(*args, "--out", out)
         assert (got, message in one_line(err)) == (status, True), (args, err)
     assert not os.path.exists(out)
+    # A cluster's manifest is no base for an incremental export.
+    manifest = tmp_path / "cluster-manifest.json"
+    manifest.write_text(json.dumps({"format": "streamkeep-export", "lsn": None,
+                                    "shards": [{"node": "a" * 40, "lsn": 3}]}))
+    got, err = export(str(tmp_path / "plain"), "--since", str(manifest), "--out", out)
+    assert got == EXIT_USAGE and "a cluster's export (one LSN per shard)" in one_line(err)
     # A node whose directory is not where it says, seen from here (as from another machine).
     os.rename(tmp_path / "node", tmp_path / "moved")
     got, err = export("--cluster", address, "--out", out)
