@@ -4,10 +4,11 @@ Owns the command's arguments and output: `create` (the slots spread evenly over 
 primaries, as redis-cli --cluster create spreads them; replicas given to the primaries in
 turn; the topology, at an epoch past every node's, set on each node with CLUSTER SETTOPOLOGY),
 `check` (every node the topology names reachable and holding the same topology, every slot
-served) and `info` (each primary's keys, slots and replicas), as text or JSON. It talks to the
-nodes through the crash bench's RespTarget. Must not touch: a node's data (it reads CLUSTER
-NODES, CLUSTER INFO, CLUSTER MYID, CLUSTER MYSHARDID, DBSIZE and INFO replication, and sets
-the topology).
+served) and `info` (each primary's keys, slots and replicas), as text or JSON; and, for other
+tools (`streamkeep export --cluster`), `primaries`: each primary of a cluster with the data
+directory it says it keeps (CONFIG GET dir). It talks to the nodes through the crash bench's
+RespTarget. Must not touch: a node's data (it reads CLUSTER NODES, CLUSTER INFO, CLUSTER MYID,
+CLUSTER MYSHARDID, CONFIG GET, DBSIZE and INFO replication, and sets the topology).
 
 Exit status: 0 ok; 1 `check` found a problem; 2 a node cannot be reached or refused the
 topology; 3 usage error.
@@ -20,6 +21,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from streamkeep.engine.wire.errors import StreamkeepError
@@ -53,6 +55,10 @@ or refused the topology; {EXIT_USAGE} usage error; 130 interrupted."""
 
 class NodeError(StreamkeepError):
     """A node cannot be reached, or answered an error: the one line to print."""
+
+
+class PrimaryError(NodeError):
+    """A primary the topology names cannot be reached or asked (`primaries`)."""
 
 
 class Node:
@@ -228,9 +234,9 @@ def _report(topology: Any, addresses: dict[str, str]) -> dict[str, Any]:
 # --- check and info ------------------------------------------------------------------------------
 
 
-def survey(address: str) -> tuple[Any, dict[str, dict[str, Any]]]:
-    """The topology `address` holds, and per node it names: its reachability, the epoch and
-    the topology text it holds, its keys."""
+def topology_of(address: str) -> Any:
+    """The topology the node at `address` holds (engine.exec.cluster's Topology), its epoch
+    set; NodeError when it cannot be reached, is no cluster node, or answers no topology."""
     from streamkeep.engine.exec.cluster import NodesFileError, parse
 
     first = Node(address)
@@ -242,9 +248,22 @@ def survey(address: str) -> tuple[Any, dict[str, dict[str, Any]]]:
         raise NodeError(f"CLUSTER NODES: {err}") from None
     finally:
         first.close()
+    return topology
+
+
+def member_address(member: Any, asked: str) -> str:
+    """Where a node the topology names is reached: its announced ip (or, when it announces
+    none, the host `asked` was reached at) and port."""
+    return f"{member.ip or split_address(asked)[0]}:{member.port}"
+
+
+def survey(address: str) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """The topology `address` holds, and per node it names: its reachability, the epoch and
+    the topology text it holds, its keys."""
+    topology = topology_of(address)
     seen: dict[str, dict[str, Any]] = {}
     for node_id, member in topology.nodes.items():
-        where = f"{member.ip or first.host}:{member.port}"
+        where = member_address(member, address)
         try:
             node = Node(where)
         except NodeError as err:
@@ -259,6 +278,66 @@ def survey(address: str) -> tuple[Any, dict[str, dict[str, Any]]]:
         finally:
             node.close()
     return topology, seen
+
+
+@dataclass(frozen=True, slots=True)
+class Primary:
+    """A primary of a cluster as its node describes itself: its id, address and slot ranges,
+    its data directory and cluster-config-file (CONFIG GET: paths on the node's machine), and
+    its replicas' addresses."""
+
+    id: str
+    address: str
+    slots: tuple[tuple[int, int], ...]
+    directory: str
+    config_file: str
+    replicas: tuple[str, ...]
+
+
+def primaries(address: str) -> list[Primary]:
+    """Every primary of the topology `address` holds, in slot order (a primary serving no
+    slot last), each asked for its data directory. NodeError naming the primary (its id,
+    address, slots and replicas) when one cannot be reached, answers as another node, or
+    names no data directory (a server without one): PrimaryError."""
+    topology = topology_of(address)
+    heads = sorted((n for n in topology.nodes.values() if n.is_primary),
+                   key=lambda n: (topology.slot_ranges(n.id) or [(SLOTS, SLOTS)])[0])
+    found = []
+    for head in heads:
+        where = member_address(head, address)
+        slots = tuple(topology.slot_ranges(head.id))
+        replicas = tuple(member_address(r, address) for r in topology.replicas_of(head.id))
+        try:
+            directory, config_file = _directory(head.id, where)
+        except NodeError as err:
+            served = ", ".join(f"{a}-{b}" for a, b in slots) or "none"
+            raise PrimaryError(f"primary {head.id} at {where} (slots {served}; replicas: "
+                               f"{', '.join(replicas) or 'none'}): {err}") from None
+        found.append(Primary(head.id, where, slots, directory, config_file, replicas))
+    return found
+
+
+def _directory(node_id: str, where: str) -> tuple[str, str]:
+    """(dir, cluster-config-file) of the node at `where`, which must be `node_id`."""
+    node = Node(where)
+    try:
+        answered = node.text("CLUSTER", "MYID")
+        if answered != node_id:
+            raise NodeError(f"{where} answers as node {answered}")
+        settings = {}
+        for name in ("dir", "cluster-config-file"):
+            reply = node.call("CONFIG", "GET", name)
+            pairs = list(reply.items()) if isinstance(reply, dict) else \
+                list(zip(reply[::2], reply[1::2], strict=False)) if isinstance(reply, list) \
+                else []
+            if len(pairs) != 1:
+                raise NodeError(f"{where}: CONFIG GET {name} gives no value")
+            value = pairs[0][1]
+            settings[name] = value.decode("utf-8", "surrogateescape") \
+                if isinstance(value, bytes) else str(value)
+    finally:
+        node.close()
+    return settings["dir"], settings["cluster-config-file"]
 
 
 def _view(nodes_text: str) -> list[tuple[str, str, str]]:

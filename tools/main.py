@@ -202,8 +202,8 @@ _COMMANDS: list[tuple[tuple[str, ...], tuple[str, ...], Callable[[Any], None]]] 
       "offline snapshot inspection commands"), _add_inspect),
     (("crashbench",), ("crash-recovery test bench: crash, recover, check invariants, report",),
      _add_crashbench),
-    (("export",), ("export a data directory's tables (its current state) to Parquet, JSON or "
-                   "CSV with Spark, whole or incremental",), _add_export),
+    (("export",), ("export a data directory's tables (its current state), or a cluster's, to "
+                   "Parquet, JSON or CSV with Spark, whole or incremental",), _add_export),
     (("import",), ("import the keys (of every type streamkeep stores) and functions of a "
                    "Redis dump.rdb, appendonly.aof or appendonlydir",), _add_import),
     (("export-rdb",), ("write a data directory's keys (every type) and functions as a "

@@ -10,21 +10,27 @@ far behind the directory it is; a snapshot file is read as it is; an incremental
 (`--since`, `--since-lsn`) reads the AOF records after an LSN (and the snapshot, if compacted).
 What is read is pinned (tools.export.pin) for exactly as long as the export runs. Starts a
 SparkSession (local by default; JVM start-up timed apart), writes each table through the
-`streamkeep` data source as Parquet, JSON or CSV (optionally partitioned by stream or by the
-entries' UTC date; --streams filters the key tables by key name too), shows the running table's
+`streamkeep` data source as Parquet, JSON or CSV (optionally partitioned by stream, by the
+entries' UTC date or by node; --streams filters the key tables by key name too), shows the running table's
 Spark tasks on stderr (a terminal only), prints the LSN the export is as of and rows and seconds
 per table, and writes OUT/export-manifest.json: that LSN, the snapshot's, what was read, row
 counts, and every stream's position (last generated ID) at that LSN, which the next incremental
 export (`--since OUT`) starts from. OUT follows tools.safe_output' rules: never inside a data
 directory, new or empty unless --force (then each table written and the manifest replace their
 namesakes), built beside its final name and renamed into place once complete. Importing it stays
-cheap: pyspark is imported when the command runs. Must not touch: the snapshot and AOF formats,
-the engine, the data directory (apart from the pins).
+cheap: pyspark is imported when the command runs.
+A cluster (`--cluster HOST:PORT`: each primary's data directory, as the node names it; or
+`--shard DIR` repeated: cluster nodes' directories; tools.export.shards finds and checks them)
+is exported in one Spark job per table: each shard's state is pinned as a directory's alone is,
+the data source plans every shard (its `shards` option) and each row carries its node and
+slot; the manifest has one entry per shard. Must not touch: the snapshot and AOF formats, the
+engine, the data directory (apart from the pins), the nodes (they are asked, never changed).
 
 Exit status: 0 ok; 2 not a readable snapshot or data directory; 3 usage or I/O error (no such
 path, no snapshot yet with --snapshot-only, OUT exists without --force or is inside a data
 directory, records after --since-lsn compacted with no previous manifest, pyspark or Java
-missing).
+missing, a --shard that is no cluster node's data directory or repeats a shard); 4 a cluster
+node cannot be reached, is no cluster node, or its data directory is not readable here.
 """
 
 from __future__ import annotations
@@ -57,11 +63,11 @@ from streamkeep.tools.export.pin import (
 )
 from streamkeep.tools.value_tables import STREAM_TABLES, export_tables
 
-HELP = ("export a data directory's tables (its current state) to Parquet, JSON or CSV with "
-        "Spark, whole or incremental")
+HELP = ("export a data directory's tables (its current state), or a cluster's, to Parquet, "
+        "JSON or CSV with Spark, whole or incremental")
 TABLES = STREAM_TABLES  # the stream tables; every table (key tables too): export_tables()
 MANIFEST = "export-manifest.json"
-EXIT_SNAPSHOT, EXIT_USAGE = 2, 3
+EXIT_SNAPSHOT, EXIT_USAGE, EXIT_NODE = 2, 3, 4
 DAY_MS = 86_400_000
 CSV_OPTIONS = {"header": "true", "escape": '"'}
 EPILOG = """examples:
@@ -74,6 +80,10 @@ EPILOG = """examples:
                                        the entries added since ./day1's export
   streamkeep export ./data --out ./tail --since-lsn 5000 --json
   streamkeep export ./data --out ./snap --snapshot-only  the last snapshot
+  streamkeep export --cluster 127.0.0.1:7001 --out ./all
+                                       every primary of the cluster, one Spark job
+  streamkeep export --shard ./n1 --shard ./n2 --shard ./n3 --out ./all
+                                       the same, from the nodes' data directories
 
 A data directory is exported as it is now: its snapshot and every record after it (the state
 export-rdb writes). When records follow the snapshot, the directory is copied as of its last
@@ -100,17 +110,37 @@ leaves no partial export. It must be new or an empty directory, unless --force (
 table written and export-manifest.json replace their namesakes in OUT, whatever else is there
 is left); it is never written inside a data directory.
 
+A cluster: --cluster HOST:PORT asks that node for the topology and each primary for its data
+directory (CONFIG GET dir); the export reads those directories, so they must be readable where
+it runs, at the paths the nodes give (run it on the nodes' machine, or on a file system they
+share). --shard DIR (once per shard) names cluster nodes' data directories instead: a
+replica's directory stands for its shard when its primary is down. Every shard's current
+state is exported in one Spark job per table, each planned as it would be alone; every row
+has two more columns, node (the id of the node whose directory held it) and slot (its stream's
+or key's hash slot, as CLUSTER KEYSLOT gives it). Replicas are not read with --cluster; a
+primary that cannot be reached is an error naming it and its replicas. The manifest has a
+shards list (each node's address, directory, LSN, positions) and no single LSN.
+
 Spark's Python workers must import streamkeep: PYSPARK_PYTHON names their interpreter (default
 here: this one). Needs pyspark and a Java runtime (pip install 'streamkeep[spark]').
 
-exit status: 0 ok; 2 not a readable snapshot or data directory; 3 usage or I/O error; 130
-interrupted (Ctrl-C: OUT left as it was)."""
+exit status: 0 ok; 2 not a readable snapshot or data directory; 3 usage or I/O error; 4 a
+cluster node cannot be reached, is no cluster node, or its data directory is not readable
+here; 130 interrupted (Ctrl-C: OUT left as it was)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = HELP
     parser.epilog = EPILOG
-    parser.add_argument("path", help="a data directory (its current state) or a snapshot file")
+    parser.add_argument("path", nargs="?",
+                        help="a data directory (its current state) or a snapshot file (or "
+                             "--cluster, --shard)")
+    parser.add_argument("--cluster", metavar="HOST:PORT",
+                        help="export every primary of the cluster this node belongs to, from "
+                             "the data directories the nodes name (readable from here)")
+    parser.add_argument("--shard", metavar="DIR", action="append",
+                        help="a cluster node's data directory, one per shard (repeat it): "
+                             "export them together")
     parser.add_argument("--out", required=True,
                         help="output directory (one folder per table): new or empty, unless "
                              "--force")
@@ -121,10 +151,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--streams", metavar="GLOB",
                         help="only streams (and, in the key tables, keys) whose name matches")
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    parser.add_argument("--partition-by", choices=("stream", "date"),
-                        help="one folder per stream (the stream tables), or per UTC day of "
-                             "the entry IDs' ms (entries and pending); the other tables are "
-                             "not partitioned")
+    parser.add_argument("--partition-by", choices=("stream", "date", "node"),
+                        help="one folder per stream (the stream tables), per UTC day of "
+                             "the entry IDs' ms (entries and pending), or per node (a "
+                             "cluster's export); the other tables are not partitioned")
     since = parser.add_mutually_exclusive_group()
     since.add_argument("--since", metavar="PREV", help="only entries added after a previous "
                        "export (its OUT directory or manifest): incremental")
@@ -170,6 +200,7 @@ class _Plan:
     described: str = ""
     built_seconds: float | None = None  # the current state's snapshot: copy and write
     behind: dict | None = None  # --snapshot-only: how far the snapshot is behind DIR
+    shards: list[tuple[Any, _Plan]] | None = None  # a cluster's: each Shard and its own plan
 
 
 def main(args: argparse.Namespace) -> int:
@@ -192,6 +223,7 @@ def _unpinned(text: str, names: dict[str, str]) -> str:
 def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
     from streamkeep.tools.safe_output import OutputRefused, check_output, staged_directory
 
+    shards = _shards(args)  # a cluster's (asked or given), before anything else is done
     incremental = args.since is not None or args.since_lsn is not None
     if incremental and args.table not in ("entries", "all"):
         raise _Failed(f"an incremental export writes the entries table, not {args.table}",
@@ -201,15 +233,16 @@ def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
                       "--since-lsn", EXIT_USAGE)
     tables = ["entries"] if incremental else list(export_tables()) if args.table == "all" \
         else [args.table]
+    read = [s.directory for s in shards] if shards is not None else [args.path]
     try:  # before anything is read or started
         check_output(args.out, directory=True, force=args.force,
-                     sources=[args.path, *([args.since] if args.since else [])])
+                     sources=[*read, *([args.since] if args.since else [])])
         if args.work_dir is not None:
             _check_work_dir(args.work_dir)
     except OutputRefused as err:
         raise _Failed(str(err), EXIT_USAGE) from None
     try:  # what the user named is there, before what the machine lacks is looked for
-        check_exists(args.path)
+        check_exists(read[0])
     except ExportError as err:
         raise _Failed(str(err), EXIT_USAGE) from None
     previous = _previous_manifest(args.since) if args.since is not None else None
@@ -217,13 +250,15 @@ def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
     # This command's pins are named after it and locked while it runs; those of an export
     # killed before it could release them are removed now.
     claim()
-    sweep_dead(args.path if os.path.isdir(args.path) else os.path.dirname(
-        os.path.abspath(args.path)))
+    for path in read:
+        sweep_dead(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
+    pinned = _pinned(args, previous, names) if shards is None \
+        else _pinned_shards(args, shards, names)
     try:
-        with _pinned(args, previous, names) as plan, staged_directory(args.out,
-                                                                 merge=args.force) as stage:
+        with pinned as plan, staged_directory(args.out, merge=args.force) as stage:
             if not args.json:
-                print(f"{'state':<10} {plan.described}")
+                for line in plan.described.splitlines():
+                    print(f"{'state':<10} {line}")
             started = time.monotonic()
             spark, owned = _session(args.master)
             startup = round(time.monotonic() - started, 3)
@@ -244,9 +279,45 @@ def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
     if args.json:
         json.dump(doc, sys.stdout, indent=2)
         print()
+    elif plan.shards is not None:
+        print(f"{'export':<10} {len(plan.shards)} shards as of LSN "
+              f"{', '.join(f'{p.lsn:,}' for _s, p in plan.shards)} -> {args.out}")
     else:
         print(f"{'export':<10} as of LSN {plan.lsn:,} -> {args.out}")
     return 0
+
+
+def _shards(args: argparse.Namespace) -> list[Any] | None:
+    """A cluster export's shards (tools.export.shards), or None for a single directory's
+    export; _Failed for a source given twice over or not at all, or one not to be had."""
+    from streamkeep.tools.export import shards as shards_mod
+
+    given = [name for name, value in (("DIR", args.path), ("--cluster", args.cluster),
+                                      ("--shard", args.shard)) if value]
+    if len(given) != 1:
+        raise _Failed("give what to export: a DIR, --cluster HOST:PORT or --shard DIR ..." if
+                      not given else f"{' and '.join(given)} name what to export twice: give "
+                      "one of them", EXIT_USAGE)
+    if args.path:
+        return None
+    if args.since is not None or args.since_lsn is not None:
+        raise _Failed("an incremental export (--since, --since-lsn) reads one data directory: "
+                      "not with --cluster or --shard", EXIT_USAGE)
+    if args.cluster is not None:
+        from streamkeep.tools.cluster import split_address
+
+        try:
+            split_address(args.cluster)
+        except ValueError as err:
+            raise _Failed(f"--cluster {err}", EXIT_USAGE) from None
+        try:
+            return shards_mod.from_cluster(args.cluster)
+        except shards_mod.NodeProblem as err:
+            raise _Failed(str(err), EXIT_NODE) from None
+    try:
+        return shards_mod.from_directories(args.shard)
+    except ExportError as err:
+        raise _Failed(str(err), EXIT_USAGE) from None
 
 
 def _check_spark() -> None:
@@ -306,6 +377,26 @@ def _pinned(args: argparse.Namespace, previous: str | None,
     else:
         with _snapshot(args, names) as plan:
             yield plan
+
+
+@contextlib.contextmanager
+def _pinned_shards(args: argparse.Namespace, shards: list[Any],
+                   names: dict[str, str]) -> Iterator[_Plan]:
+    """Every shard's directory pinned as it would be alone (its current state, or its last
+    snapshot with --snapshot-only), for as long as the export runs: one plan whose `shards`
+    option makes the data source read them all."""
+    with contextlib.ExitStack() as stack:
+        each: list[tuple[Any, _Plan]] = []
+        for shard in shards:
+            alone = argparse.Namespace(**{**vars(args), "path": shard.directory})
+            each.append((shard, stack.enter_context(_pinned(alone, None, names))))
+        plan = _Plan("", state=each[0][1].state, shards=each)
+        plan.options = {"shards": json.dumps([{"path": one.load, "node": shard.node}
+                                              for shard, one in each])}
+        plan.described = "\n".join(
+            f"{shard.node[:8]}... {shard.address or shard.role}: {one.described}"
+            for shard, one in each)
+        yield plan
 
 
 @contextlib.contextmanager
@@ -414,7 +505,11 @@ def _incremental(args: argparse.Namespace, log: LogPin, previous: str | None) ->
     if previous is not None:
         try:
             with open(previous) as f:
-                since = int(json.load(f)["lsn"])
+                doc = json.load(f)
+            if isinstance(doc, dict) and doc.get("shards"):
+                raise _Failed(f"{previous}: a cluster's export (one LSN per shard): --since "
+                              "takes a single directory's export", EXIT_USAGE)
+            since = int(doc["lsn"])
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise _Failed(f"{previous}: not a readable export manifest ({err})",
                           EXIT_USAGE) from None
@@ -504,7 +599,7 @@ def _write(spark: Any, plan: _Plan, table: str, args: argparse.Namespace,
     reader = reader.option("numPartitions", str(parts))
     for name, value in plan.options.items():
         reader = reader.option(name, value)
-    df = reader.load(plan.load)
+    df = reader.load(plan.load) if plan.load else reader.load()
     if args.streams:  # a regex Spark applies; not pushed down (stream_str = ... would be)
         name = "stream_str" if "stream_str" in df.columns else "key_str"
         df = df.where(col(name).rlike(fnmatch.translate(args.streams)))
@@ -562,6 +657,8 @@ def _shaped(df: Any, args: argparse.Namespace) -> tuple[Any, str | None]:
     partition = None
     if args.partition_by == "stream" and "stream_str" in df.columns:
         partition = "stream_str"
+    elif args.partition_by == "node" and "node" in df.columns:
+        partition = "node"
     elif args.partition_by == "date" and "ms" in df.columns:
         # the entry ID's UTC day, whatever the session's time zone
         df = df.withColumn("date", F.date_add(F.lit("1970-01-01").cast("date"),
@@ -587,6 +684,17 @@ def _cause(err: BaseException) -> str:
 
 def _manifest(args: argparse.Namespace, plan: _Plan, counts: dict[str, Any],
               startup: float | None, previous: str | None, stage: str) -> dict[str, Any]:
+    if plan.shards is not None:  # a cluster's: what each shard's own export would record
+        doc = {"format": "streamkeep-export", "version": 2, "source": None,
+               "cluster": args.cluster, "lsn": None, "snapshot_lsn": None, "state": plan.state,
+               "shards": [{**shard.to_json(), "lsn": one.lsn, "snapshot_lsn": one.snapshot_lsn,
+                           "state": one.state, "state_seconds": one.built_seconds,
+                           "behind": one.behind, "positions": one.positions}
+                          for shard, one in plan.shards],
+               "created_ms": int(time.time() * 1000), "output_format": args.format,
+               "partition_by": args.partition_by, "streams": args.streams,
+               "spark_startup_seconds": startup, "tables": counts, "positions": None}
+        return _written(doc, stage)
     doc = {"format": "streamkeep-export", "version": 2, "source": os.path.abspath(args.path),
            "lsn": plan.lsn, "snapshot_lsn": plan.snapshot_lsn,
            # what was read: current (the snapshot and every record after it), snapshot
@@ -599,7 +707,12 @@ def _manifest(args: argparse.Namespace, plan: _Plan, counts: dict[str, Any],
                "from_snapshot": plan.gap},
            "created_ms": int(time.time() * 1000), "output_format": args.format,
            "partition_by": args.partition_by, "streams": args.streams,
-           "spark_startup_seconds": startup, "tables": counts, "positions": plan.positions}
+           "spark_startup_seconds": startup, "tables": counts, "positions": plan.positions,
+           "shards": None}
+    return _written(doc, stage)
+
+
+def _written(doc: dict[str, Any], stage: str) -> dict[str, Any]:
     with open(os.path.join(stage, MANIFEST), "w") as out:
         json.dump(doc, out, indent=2)
         out.write("\n")

@@ -4,8 +4,8 @@ Owns the data source's fast path for `entries` (datasource calls it for Arrow re
 decodes (snapshot.reader) into a list of IDs and a tuple of per-entry field/value tuples, and
 every column is built from those lists at once, never through a per-row tuple: ms and seq from
 the IDs, the id string by Arrow's string kernels, db/stream/stream_str/snapshot_lsn by taking
-one value per stream range, `pairs` and `fields` from one flat field/value list and offsets
-(ListArray/MapArray.from_arrays). Only the columns asked for are built. The rows are exactly
+one value per stream range (a cluster read's node and slot too), `pairs` and `fields` from one
+flat field/value list and offsets (ListArray/MapArray.from_arrays). Only the columns asked for are built. The rows are exactly
 the tuple path's (datasource.entry_rows): same entries, same values, a repeated field's last
 value in the map. Must not touch: the snapshot format (read through Snapshot.stream/nodes
 only), Spark's schema conversion (the caller hands the Arrow schema Spark expects).
@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamkeep.engine.model.keyslot import key_slot
 from streamkeep.snapshot.reader import Snapshot
 from streamkeep.tools.export.pushdown import text
 
@@ -44,9 +45,11 @@ class _Chunk:
 
 
 def entry_batches(snap: Snapshot, ranges: Iterable[tuple[int, bytes, int, int]], lsn: int,
-                  columns: list[str], schema: pa.Schema, size: int) -> Iterator[pa.RecordBatch]:
+                  columns: list[str], schema: pa.Schema, size: int,
+                  owner: str = "") -> Iterator[pa.RecordBatch]:
     """Record batches (at most `size` rows) of `columns` (typed as `schema`) for the live
-    entries of each (db, key, start, end) range, in order."""
+    entries of each (db, key, start, end) range, in order; `owner` is the node column's value
+    (a cluster read's)."""
     chunk = _Chunk()
     for db, key, lo, hi in ranges:
         info = snap.stream(db, key)
@@ -66,15 +69,15 @@ def entry_batches(snap: Snapshot, ranges: Iterable[tuple[int, bytes, int, int]],
             chunk.fields.extend(fields)
             chunk.counts[-1] += len(ids)
             if len(chunk.ids) >= size:
-                yield from _emit(chunk, lsn, columns, schema, size)
+                yield from _emit(chunk, lsn, columns, schema, size, owner)
                 chunk = _Chunk()
                 chunk.start_run(db, key)
     if chunk.ids:
-        yield from _emit(chunk, lsn, columns, schema, size)
+        yield from _emit(chunk, lsn, columns, schema, size, owner)
 
 
 def _emit(chunk: _Chunk, lsn: int, columns: list[str], schema: pa.Schema,
-          size: int) -> Iterator[pa.RecordBatch]:
+          size: int, owner: str) -> Iterator[pa.RecordBatch]:
     n = len(chunk.ids)
     built: dict[str, Any] = {}
     if _IDS & set(columns):
@@ -85,13 +88,17 @@ def _emit(chunk: _Chunk, lsn: int, columns: list[str], schema: pa.Schema,
         built["id"] = pc.binary_join_element_wise(pc.cast(ms, pa.string()),
                                                   pc.cast(seq, pa.string()), "-")
         built["ms"], built["seq"] = ms.cast(pa.int64()), seq.cast(pa.int64())
-    if {"db", "stream", "stream_str"} & set(columns):
+    if {"db", "stream", "stream_str", "slot"} & set(columns):
         which = pa.array(np.repeat(np.arange(len(chunk.runs), dtype=np.int32),
                                    chunk.counts))
         built["db"] = pa.array([db for db, _ in chunk.runs], pa.int32()).take(which)
         built["stream"] = pa.array([key for _, key in chunk.runs], pa.binary()).take(which)
         built["stream_str"] = pa.array([text(key) for _, key in chunk.runs],
                                        pa.string()).take(which)
+        built["slot"] = pa.array([key_slot(key) for _, key in chunk.runs],
+                                 pa.int32()).take(which)
+    if "node" in columns:
+        built["node"] = pa.repeat(pa.scalar(owner, pa.string()), n)
     if "snapshot_lsn" in columns:
         built["snapshot_lsn"] = pa.array(np.full(n, lsn, dtype=np.int64))
     if "pairs" in columns or "fields" in columns:

@@ -13,6 +13,11 @@ batch, 32768), pushdown (true: filter push-down, which needs
 spark.sql.python.filterPushdown.enabled=true too), pinHours (24), and for an incremental read of
 the entries (tools.export.since) sinceLsn, sinceManifest (a previous export's manifest: its LSN
 and stream positions), untilLsn, pinned (a caller's LogPin).
+A cluster's shards in one read: `shards`, a JSON list whose items are a data directory's (or a
+snapshot file's) path or {"path": ..., "node": ...} (the node column's value; a bare path's is
+the path itself), read with no load path: each shard is planned as it would be alone
+(numPartitions partitions each, its own pin and LSN) and every row gets two more columns, `node`
+and `slot` (the hash slot of the row's stream or key: engine.model.keyslot).
 Column pruning: a user-given schema naming a subset of the table's columns (`.schema("db int,
 id string")`); the Python data source API pushes no column list down.
 
@@ -60,6 +65,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from streamkeep.engine.model.keyslot import key_slot
 from streamkeep.snapshot.reader import GroupInfo, KeyInfo, Snapshot, SnapshotError, StreamInfo
 from streamkeep.tools.export import since as since_mod
 from streamkeep.tools.export.pin import (
@@ -152,6 +158,23 @@ def value_schema(table: ValueTable) -> StructType:
 SCHEMAS[KEYS_TABLE] = StructType([*_KEY, StructField("type", StringType(), False), _EXPIRE,
                                   *_LSN])
 SCHEMAS.update({t.table: value_schema(t) for t in VALUE_TABLES})
+# a cluster read's (the shards option) columns after every table's own: the node whose data
+# directory holds the row, and the hash slot of its stream or key
+PLACE = [StructField("node", StringType(), False), StructField("slot", IntegerType(), False)]
+
+
+def table_schema(table: str, sharded: bool = False) -> StructType:
+    """A table's columns; with `sharded` (a read of a cluster's shards) node and slot after
+    them."""
+    return StructType([*SCHEMAS[table].fields, *PLACE]) if sharded else SCHEMAS[table]
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSource:
+    """One shard of a cluster read: the path read and the node column's value."""
+
+    path: str
+    node: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +212,7 @@ class Part(InputPartition):
     segment: PinnedSegment | None
     window: Window | None
     until: int | None  # an incremental read's end (its rows' LSN column)
+    node: str  # a cluster read's: the node column of its rows
 
     def __init__(self, ranges: list[Range], snapshot: str = "", lsn: int = -1) -> None:
         super().__init__(None)
@@ -196,6 +220,7 @@ class Part(InputPartition):
         self.spans = []
         self.source = snapshot
         self.segment, self.window, self.until = None, None, None
+        self.node = ""
 
     @property
     def as_of(self) -> int:
@@ -211,7 +236,7 @@ class StreamkeepDataSource(DataSource):
         return "streamkeep"
 
     def schema(self) -> StructType:
-        return SCHEMAS[_table(self.options)]
+        return table_schema(_table(self.options), bool(self.options.get("shards")))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         # Spark refuses a reader that defines pushFilters unless its push-down switch is on,
@@ -229,11 +254,11 @@ def _table(options: Any) -> str:
     return table
 
 
-def _columns(table: str, schema: StructType) -> list[str]:
+def _columns(table: str, schema: StructType, sharded: bool = False) -> list[str]:
     """The columns a read produces, in order: the table's, or the subset a user-given schema
     names (`spark.read.schema("db int, stream binary, id string")`: column pruning, since
     the Python data source API pushes none down); each with the table's type."""
-    full = {f.name: f.dataType for f in SCHEMAS[table].fields}
+    full = {f.name: f.dataType for f in table_schema(table, sharded).fields}
     if not schema.fields:
         raise ExportError(f"a schema for table {table} must name at least one column")
     for f in schema.fields:
@@ -253,6 +278,34 @@ def _path(options: Any) -> str:
     return str(path)
 
 
+def _shards(options: Mapping[str, Any]) -> list[ShardSource] | None:
+    """The shards option (see the module's docstring): None when absent."""
+    raw = options.get("shards")
+    if not raw:
+        return None
+    import json
+
+    if options.get("path"):
+        raise ExportError("the shards option names what is read: load() takes no path with it")
+    try:
+        items = json.loads(str(raw))
+    except ValueError as err:
+        raise ExportError(f"option shards is not JSON ({err})") from None
+    found: list[ShardSource] = []
+    for item in items if isinstance(items, list) else [None]:
+        path = item if isinstance(item, str) else item.get("path") if isinstance(item, dict) \
+            else None
+        node = item.get("node", path) if isinstance(item, dict) else path
+        if isinstance(path, str) and path and isinstance(node, str):
+            found.append(ShardSource(path, node))
+        else:
+            raise ExportError("option shards must be a JSON list of paths or of "
+                              '{"path": ..., "node": ...} objects, not ' + str(raw)[:200])
+    if not found:
+        raise ExportError("option shards names no shard")
+    return found
+
+
 class StreamkeepReader(DataSourceReader):
     """Plans on the driver (partitions) and reads in the tasks (read). Holds plain
     attributes only: it is pickled to every task; environments are opened where used."""
@@ -261,24 +314,42 @@ class StreamkeepReader(DataSourceReader):
         # Spark's options are case-insensitive (it hands them lower-cased): so are ours
         options = {str(k).lower(): v for k, v in options.items()}
         self.table = _table(options)
-        self.source = _path(options)
+        self.shards = _shards(options)  # a cluster's shards in one read; None: one path
+        self.source = "" if self.shards else _path(options)
         self.num_partitions = _positive(options, "numpartitions", os.cpu_count() or 2)
         self.pin_hours = float(options.get("pinhours", DEFAULT_PIN_HOURS))
         self.selection = Selection()  # everything, unless push-down narrows it
         # the schema Spark reads with: the table's, or a user-given subset (see _columns)
-        self.schema = schema or SCHEMAS[self.table]
-        self.columns = _columns(self.table, self.schema)
+        sharded = self.shards is not None
+        self.schema = schema or table_schema(self.table, sharded)
+        self.columns = _columns(self.table, self.schema, sharded)
+        self.names = table_schema(self.table, sharded).fieldNames()
         self.arrow = str(options.get("arrow", "true")).lower() == "true"
         self.batch_size = _positive(options, "batchsize", DEFAULT_BATCH)
         self.since, self.until, self.positions = _since_options(options)
         if self.since is not None and self.table != "entries":
             raise ExportError(f"sinceLsn reads the entries table only, not {self.table}")
+        if self.since is not None and self.shards:
+            raise ExportError("an incremental read (sinceLsn, sinceManifest) reads one data "
+                              "directory, not shards")
         self.pinned = options.get("pinned")  # a caller's LogPin (JSON): it releases it
 
     def partitions(self) -> Sequence[InputPartition]:
         if self.since is not None:
             return self._plan_since(self.since)
-        path, lsn = self._pin()
+        if self.shards:  # one partition set per shard, each as it would be planned alone
+            parts: list[Part] = []
+            for shard in self.shards:
+                for part in self._plan_snapshot(shard.path):
+                    part.node = shard.node
+                    parts.append(part)
+            return parts
+        return self._plan_snapshot(self.source)
+
+    def _plan_snapshot(self, source: str) -> list[Part]:
+        """The partitions of one snapshot's read (`source`: a data directory or a snapshot
+        file), pinned."""
+        path, lsn = self._pin(source)
         with _open(path) as snap:
             if self.table not in STREAM_TABLES:
                 parts = plan_keys(snap, self.table, self.num_partitions, self.selection)
@@ -288,9 +359,9 @@ class StreamkeepReader(DataSourceReader):
                     parts = plan_entries(snap, streams, self.num_partitions, self.selection)
                 else:
                     parts = plan_streams(streams, self.num_partitions)
-        source = path if path == self.source else resolve(self.source)
+        named = path if path == source else resolve(source)
         for part in parts:
-            part.snapshot, part.source, part.lsn = path, source, lsn
+            part.snapshot, part.source, part.lsn = path, named, lsn
         return parts
 
     def _plan_since(self, since: int) -> list[Part]:
@@ -333,18 +404,17 @@ class StreamkeepReader(DataSourceReader):
             part.snapshot, part.lsn = log.snapshot, log.snapshot_lsn
         return parts
 
-    def _pin(self) -> tuple[str, int]:
-        if is_pinned(self.source):
-            path = self.source  # the caller pinned it and removes it when done
+    def _pin(self, source: str) -> tuple[str, int]:
+        if is_pinned(source):
+            path = source  # the caller pinned it and removes it when done
         else:
-            sweep(os.path.dirname(os.path.abspath(resolve(self.source))),
-                  self.pin_hours * 3600)
-            path = pin(self.source).path
+            sweep(os.path.dirname(os.path.abspath(resolve(source))), self.pin_hours * 3600)
+            path = pin(source).path
         try:
             with _open(path) as snap:
                 return path, snap.meta.lsn
         except ExportError:
-            if path != self.source:  # not a snapshot: drop the pin just made
+            if path != source:  # not a snapshot: drop the pin just made
                 Pin(path).release()
             raise
 
@@ -378,21 +448,23 @@ class StreamkeepReader(DataSourceReader):
         with _checked(partition) as snap:
             ranges = ((r.db, r.key, r.start, r.end) for r in partition.ranges)
             yield from entry_batches(snap, ranges, partition.as_of, self.columns, schema,
-                                     self.batch_size)
+                                     self.batch_size, partition.node)
 
     def rows(self, partition: InputPartition) -> Iterator[tuple]:
         assert isinstance(partition, Part)
-        names = SCHEMAS[self.table].fieldNames()
+        names = self.names
         pick = [names.index(c) for c in self.columns]
         wanted = set(self.columns)
         lsn = partition.as_of
         whole = pick == list(range(len(names)))
         take = itemgetter(*pick) if len(pick) > 1 else (lambda row: (row[pick[0]],))
         for made in self._made(partition, wanted):
+            rows = ((*row, lsn) for row in made) if self.shards is None \
+                else placed(made, lsn, partition.node)
             if whole:  # the common case: no tuple rebuilt per row
-                yield from ((*row, lsn) for row in made)
+                yield from rows
             else:
-                yield from (take((*row, lsn)) for row in made)
+                yield from (take(row) for row in rows)
 
     def _made(self, partition: Part, wanted: set[str]) -> Iterator[Iterator[tuple]]:
         """The partition's rows (without the LSN column), range by range."""
@@ -409,6 +481,17 @@ class StreamkeepReader(DataSourceReader):
             make = ROWS[self.table]
             for part in partition.ranges:
                 yield make(snap, part, wanted)
+
+
+def placed(rows: Iterator[tuple], lsn: int, node: str) -> Iterator[tuple]:
+    """A cluster read's rows: each with the LSN, its node and the hash slot of its stream or
+    key (every table's second column), the slot found once per run of one key."""
+    key, slot = None, 0
+    for row in rows:
+        if row[1] is not key:
+            key = row[1]
+            slot = key_slot(key)
+        yield (*row, lsn, node, slot)
 
 
 def arrow_batches(rows: Iterator[tuple], spark_schema: StructType,
