@@ -1,5 +1,5 @@
-"""The type fuzz (tests/differential/test_fuzz_types.py's sequences of sorted-set, hash, set,
-list, string and generic commands, some through a Redis Function) against a cluster node on
+"""The type fuzz (tests.support.type_lockstep: test_fuzz_types.py's sequences of sorted-set,
+hash, set, list, string and generic commands, some through a Redis Function) against a cluster node on
 each side: a streamkeep server with cluster-enabled yes (a node alone, every slot its own) and
 a cluster-enabled redis-server given every slot. Its keys sit in many slots, so the multi-key
 commands, RENAME, COPY, the stores and FCALL with several keys meet the routing: every reply,
@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from streamkeep import Engine
-from tests.differential.test_fuzz_types import DEFAULTS, Lockstep, fuzz
 from tests.support.cluster_redis import serve_every_slot, start_cluster_node
 from tests.support.diffutil import ServedEngine, WallClock, outcome
 from tests.support.resp_client import RespClient
+from tests.support.type_lockstep import DEFAULTS, Lockstep, fuzz
 
 pytestmark = pytest.mark.redis
 
