@@ -8,7 +8,8 @@ history of what was acknowledged. Modules: `target` (the interface every target 
 `types_workload` and `lists_workload` the other value types', `workloads` each by name),
 `history` (one step: a command run and its outcome recorded), `model` (the canonical state
 and the reference), `invariants` (the checks), `powerloss`, `sigkill` and `ioerrors` (the
-crash modes; `client` and `moments` for real processes, which tools.servers starts), `runs`,
+crash modes; `client` and `moments` for real processes, which tools.servers starts;
+`cluster` the sigkill mode against a cluster of nodes, with its own workload and checks), `runs`,
 `report` and `cli`.
 `planted` holds the known bugs the bench must find (off unless a test plants them): every
 engine the power-loss and I/O-error modes run is opened through it.

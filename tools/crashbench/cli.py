@@ -47,6 +47,16 @@ modes:
               points, met by a client that retries every error reply: an
               error reply must leave no trace, live or after recovery
 
+--cluster N runs the sigkill mode against a cluster of N primaries (each a
+`streamkeep serve --cluster-enabled yes` on its own data directory, made one
+cluster as `streamkeep cluster create` makes it): RPUSH of unique values to
+keys spread over the slots, through clients that follow MOVED; each round
+SIGKILLs one node at a random moment, every node at once, or one node while
+a newer topology is being set, restarts them on the same port and directory,
+and checks every shard: every acknowledged push in its list, in order, no
+push twice, torn or never sent, each key only on its slot's node, and each
+node holding the topology (epoch and CLUSTER NODES) it held before.
+
 --workload types runs sorted sets, hashes (with field TTLs), sets and FCALL
 of a loaded library instead (exhaustive, random and sigkill of streamkeep):
 every acknowledged write there, a multi-key write whole or absent, the state
@@ -66,6 +76,7 @@ examples:
   streamkeep crashbench --mode sigkill --target redis-server --points 20
   streamkeep crashbench --workload types --policy all --ops 300
   streamkeep crashbench --workload lists --mode sigkill --points 20
+  streamkeep crashbench --cluster 3 --points 30   (sigkill rounds on 3 nodes)
   streamkeep crashbench --json report.json    (--force replaces an existing one)
   streamkeep crashbench --policy all --ops 300 --html report.html
   streamkeep crashbench --replay powerloss:always:1:2000:666:1234:zeros
@@ -102,17 +113,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     parser.add_argument("--policy", default="always", choices=(*POLICIES, "all"),
                         help="appendfsync policy (default always; all: each in turn)")
-    parser.add_argument("--mode", default="exhaustive", choices=MODES)
+    parser.add_argument("--mode", choices=MODES,
+                        help="default exhaustive (sigkill with --cluster)")
     parser.add_argument("--model", action="append", metavar="MODEL",
                         help="power-loss fault model, repeatable (default: all; listed "
                              "above)")
-    parser.add_argument("--workload", default="streams", choices=WORKLOADS,
+    parser.add_argument("--workload", choices=WORKLOADS,
                         help="streams (default): streams and consumer groups; types: sorted "
                              "sets, hashes with field TTLs, sets and FCALL of a loaded "
                              "function library; lists: a reliable job queue (LPUSH, "
                              "BLMOVE / LMOVE to a processing list, LREM)")
     parser.add_argument("--target", default="streamkeep", choices=TARGETS,
                         help="sigkill mode: the server to crash")
+    parser.add_argument("--cluster", type=positive_int, metavar="N",
+                        help="sigkill rounds against a cluster of N primaries, every "
+                             "shard checked (its own workload: RPUSH to keys spread over "
+                             "the slots)")
     parser.add_argument("--ops", type=positive_int, default=2000,
                         help="operations per recorded run (default 2000)")
     budget = parser.add_mutually_exclusive_group()
@@ -149,14 +165,19 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace) -> int:
     from streamkeep.tools.crashbench import report
 
-    problem = _refused(args)  # now, not after the run
+    problem = _defaults(args) or _refused(args)  # now, not after the run
     if problem is not None:
         print(f"streamkeep crashbench: {problem}", file=sys.stderr)
         return EXIT_USAGE
     notes: list[str] = []
+    refusals: tuple[type[Exception], ...] = (ValueError,)
+    if getattr(args, "cluster", None) is not None or (args.replay or "").startswith("cluster:"):
+        from streamkeep.tools.crashbench.cluster import ClusterFailed
+
+        refusals += (ClusterFailed,)  # (a node that would not start: no report to give)
     try:
         rows = [_replay(args.replay, notes)] if args.replay else _run(args, notes)
-    except ValueError as err:
+    except refusals as err:
         print(f"streamkeep crashbench: {err}", file=sys.stderr)
         return EXIT_USAGE
     report.print_report(rows, sys.stdout, notes)
@@ -175,6 +196,21 @@ def _main(args: argparse.Namespace) -> int:
             print(f"streamkeep crashbench: {err}", file=sys.stderr)
             return EXIT_USAGE
     return EXIT_OK if all(r.ok for r in rows) else EXIT_VIOLATED
+
+
+def _defaults(args: argparse.Namespace) -> str | None:
+    """The mode and workload not given filled in (--cluster's: sigkill, its own workload),
+    or why the options do not go together."""
+    cluster = getattr(args, "cluster", None)
+    if cluster is not None:
+        if args.mode not in (None, "sigkill"):
+            return "--cluster runs the sigkill mode only"
+        if args.workload is not None or getattr(args, "target", "streamkeep") != "streamkeep":
+            return "--cluster runs its own workload against streamkeep nodes"
+        args.mode = "sigkill"
+    args.mode = args.mode or "exhaustive"
+    args.workload = args.workload or "streams"
+    return None
 
 
 def _refused(args: argparse.Namespace) -> str | None:
@@ -239,6 +275,17 @@ def _replay(token: str, notes: list[str]) -> Any:
         notes.append(f"the same {rounds} rounds with seed {seed} (a process crash lands where "
                      f"the timing puts it: the rounds repeat, the exact kill instants do not)")
         return sigkill.rows(policy, target, seed, rounds, None, workload=workload)[0]
+    if parts[0] == "cluster" and len(parts) == 5:
+        from streamkeep.tools.crashbench import cluster
+        from streamkeep.tools.crashbench.runs import POLICIES, token_choice, token_number
+
+        policy = token_choice(token, "policy", parts[1], POLICIES)
+        nodes = token_number(token, "nodes", parts[2], least=1)
+        seed = token_number(token, "seed", parts[3])
+        rounds = token_number(token, "rounds", parts[4], least=1)
+        notes.append(f"the same {rounds} rounds on a cluster of {nodes} with seed {seed} (the "
+                     f"rounds repeat, the exact kill instants do not)")
+        return cluster.rows(policy, nodes, seed, rounds, None, notes=notes)[0]
     if parts[0] == "ioerror" and len(parts) == 8:
         from streamkeep.tools.crashbench import ioerrors
 
@@ -263,6 +310,12 @@ def _run(args: argparse.Namespace, notes: list[str]) -> list[Any]:
     rows = []
     with _progress(sys.stderr) as progress:
         for policy in policies:
+            if getattr(args, "cluster", None) is not None:
+                from streamkeep.tools.crashbench import cluster
+
+                rows.extend(cluster.rows(policy, args.cluster, args.seed, args.points,
+                                         args.seconds, progress, notes))
+                continue
             if args.mode == "sigkill":
                 from streamkeep.tools.crashbench import sigkill
 
@@ -287,6 +340,10 @@ def _run(args: argparse.Namespace, notes: list[str]) -> list[Any]:
     if args.mode == "ioerror":
         notes.append(f"ioerror: {args.points or 10} error points per fault, runs of up to "
                      f"{min(args.ops, 300)} operations, seed {args.seed}")
+    elif getattr(args, "cluster", None) is not None:
+        notes.append(f"sigkill of a cluster of {args.cluster} primaries: rounds kill one node "
+                     f"at a random moment, every node at once, or one node while a newer "
+                     f"topology is set; every shard judged after the restart")
     elif args.mode == "sigkill":
         notes.append(f"sigkill: rounds on one data directory, seed {args.seed}; each round "
                      f"kills {args.target} at a moment (workload, compaction, rotation, "

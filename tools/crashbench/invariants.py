@@ -27,7 +27,9 @@ prefix j of the lineage, possibly plus the operation that was in flight (its out
 - `bitrot` (the bit-rot model): a flipped bit in fsynced data is detected (recovery refuses,
   naming the damaged file) or changes nothing; an open after it must pass every check above;
 - `refused-kept` (the I/O-error mode): a command answered with an error reply left no trace,
-  neither in the state right after the reply nor after recovery (`refused`).
+  neither in the state right after the reply nor after recovery (`refused`);
+- `slot-owner` and `topology` (the cluster mode, whose rounds judge them: tools.crashbench.
+  cluster): a node holds only keys of its slots, and a restarted node the topology it held.
 
 After the check the lineage is cut back to j (or extended by the in-flight operation) and the
 run goes on from the recovered state.
@@ -58,7 +60,7 @@ from streamkeep.tools.crashbench.types_workload import REL_MS
 from streamkeep.tools.crashbench.workload import payload_ok
 
 INVARIANTS = ("acked-lost", "loss-window", "prefix", "groups", "jobs", "ids-reused", "recovery",
-              "replica", "bitrot", "refused-kept")
+              "replica", "bitrot", "refused-kept", "slot-owner", "topology")
 
 
 @dataclass
