@@ -27,6 +27,9 @@ CLUSTER_ARGS = ("--cluster-enabled", "yes")
 COMMANDS = {"xadd": ("XADD", "s:{tag}", "*", "f", "v"),
             "set": ("-r", "100000", "SET", "key:{tag}:__rand_int__", "v")}
 READY_TIMEOUT = 30.0
+# redis-benchmark with --threads reads its elapsed time in quarter seconds: a scaling row runs
+# ten times the section's requests (seconds, not half of one), so its rate is not rounded off.
+SCALING_SCALE = 10
 
 
 def _streamkeep_nodes(count: int) -> list[StreamkeepServer]:
@@ -87,5 +90,6 @@ def scaling(nodes: int, command: str, redis: bool = False) -> Callable[[BenchEnv
             # same commands without it, its {tag} kept as it is)
             where = ["-h", HOST, "-p", str(servers[0].port), "--threads", "2"]
             return redis_benchmark(env, servers[0], PIPELINE, COMMANDS[command],
-                                   ["--cluster", *where] if nodes > 1 else where)
+                                   ["--cluster", *where] if nodes > 1 else where,
+                                   scale=SCALING_SCALE)
     return run

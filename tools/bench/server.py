@@ -74,13 +74,15 @@ def parse_benchmark_csv(text: str) -> dict[str, float]:
 
 def redis_benchmark(env: BenchEnv, server: Any, pipeline: int, args: Sequence[str],
                     connection: Sequence[str] | None = None,
-                    counted: Callable[[], int] | None = None) -> Measurement:
+                    counted: Callable[[], int] | None = None,
+                    scale: int = 1) -> Measurement:
     """``redis-benchmark -c 50 -n <requests> -P pipeline --csv *args`` against ``server``
     (``connection`` instead of ``-h HOST -p <its port>``: another port, --tls, --user): its
     requests/s, figures its p50/p99 latency and the server's CPU per command (``server_cpu_us``,
-    over ``counted()`` commands when given, else the requests).
+    over ``counted()`` commands when given, else the requests). ``scale``: that many times the
+    run's requests (a run of several seconds, where the rate is read to a quarter second).
     A failed or overlong run is an AssertionError (:func:`.workload.run_child`)."""
-    requests = server_requests(env.n, pipeline)
+    requests = server_requests(env.n, pipeline) * scale
     where = ["-h", HOST, "-p", str(server.port)] if connection is None else list(connection)
     cpu = cpu_seconds(server.pid)
     done, _seconds = run_child([benchmark_tool(env).path, *where, "-c", str(SERVER_CLIENTS),
