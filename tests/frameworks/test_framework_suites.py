@@ -17,10 +17,12 @@ redis-py (its tag v8.1.0), taskiq-redis-cluster's like taskiq-redis's."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 from pathlib import Path
 
 import pytest
+from redis.cluster import RedisCluster
 
 from tests.support import framework_suites as run_suites
 
@@ -62,3 +64,28 @@ def test_suite_passes_where_redis_server_does(name: str) -> None:
                       and n not in excluded)
         assert not lost, (f"{name}: {len(lost)} tests pass against {baseline.server} but "
                           f"not against {server}:\n{table}")
+
+
+
+def _listening(address: tuple[str, int] | str) -> bool:
+    assert isinstance(address, tuple)
+    with socket.socket() as s:
+        return s.connect_ex(address) == 0
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", run_suites.CLUSTER_SERVERS)
+def test_a_cluster_leg_is_three_shards_and_leaves_nothing_behind(kind: str,
+                                                                 tmp_path: Path) -> None:
+    with run_suites.start_cluster(kind, tmp_path) as cluster:
+        client = RedisCluster(host=cluster.host, port=cluster.port)
+        try:
+            shards = client.cluster_slots(target_nodes=RedisCluster.RANDOM)
+            assert len(shards) == run_suites.CLUSTER_PRIMARIES
+            assert all(len(shard["replicas"]) == run_suites.CLUSTER_REPLICAS
+                       for shard in shards.values())
+            assert len(client.get_nodes()) == len(cluster.nodes) == 6
+        finally:
+            client.close()
+    assert not [address for address in cluster.nodes if _listening(address)]
+    assert cluster.proc.poll() is not None

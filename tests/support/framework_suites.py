@@ -6,9 +6,12 @@ alone: the frameworks pin redis-py versions the project does not use), both thro
 streamkeep.tools.frameworks (the bench's framework rows use the same venvs), starting
 the servers under test on free ports (Debian's redis-server, `streamkeep serve` on a fresh
 directory with default settings, and `streamkeep serve --shared` on a fresh directory, reached
-over its Unix socket), running each suite against each with a per-test and a per-suite
-timeout, and printing a table: passed/failed/errors per server, and the tests that fail on
-streamkeep but not on redis-server grouped by the first Redis error they hit.
+over its Unix socket; for a suite that needs a cluster, six cluster-enabled redis-servers made
+one cluster by `redis-cli --cluster create --cluster-replicas 1`, and six `streamkeep serve
+--cluster-enabled yes` made one by `streamkeep cluster create --replicas 1`), running each
+suite against each with a per-test and a per-suite timeout, and printing a table:
+passed/failed/errors per server, and the tests that fail on streamkeep but not on redis-server
+(a cluster leg: not on the redis-server cluster) grouped by the first Redis error they hit.
 
 The suites are run unchanged except for where they find their server: each one's conftest
 (in the cache's copy) gets fixtures appended that return the URL under test instead of a
@@ -21,9 +24,14 @@ in temporary directories), the project's venv (only its Python starts `streamkee
 
 Usage:
     .venv/bin/python -m tests.support.framework_suites
-        [--only streaq,arq,pydocket,taskiq-redis,rq,celery]
-        [--servers redis,streamkeep,shared] [--cache DIR] [--source NAME=PATH[@REF]]
+        [--only streaq,arq,pydocket,taskiq-redis,rq,celery,
+                redis-py-cluster,pydocket-cluster,taskiq-redis-cluster]
+        [--servers redis,streamkeep,shared,redis-cluster,streamkeep-cluster]
+        [--cache DIR] [--source NAME=PATH[@REF]]
         [--suite-timeout S] [--test-timeout S] [--json FILE]
+
+Each suite runs against its own legs of --servers: the single servers, or (a cluster suite)
+the clusters.
 
 `--source streaq=PATH` takes the source from a git repository (its pinned tag, by
 `git archive`; `PATH@REF` another ref, for a copy that lacks the tag) or a source tree instead
@@ -50,6 +58,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # The pinned frameworks, their sources and venvs: shared with the bench's framework rows.
+import redis
+
 from streamkeep.tools.frameworks import (
     DEFAULT_CACHE,
     PROJECT_PYTHON,
@@ -332,16 +342,22 @@ def _create_cluster(kind: str, addresses: list[str], workdir: Path) -> None:
 
 
 def _cluster_ready(nodes: list[tuple[str, int]]) -> bool:
-    """Every node says the cluster is ok, and every replica's link to its primary is up."""
-    for address in nodes:
+    """Every node says the cluster is ok and shows every shard's primary and replicas in CLUSTER
+    SLOTS (Redis shows a replica there once its primary has gossiped its replication offset),
+    so a client that reads any node's CLUSTER SLOTS finds every node."""
+    for host, port in nodes:
+        client = redis.Redis(host=host, port=port, socket_timeout=5)
         try:
-            info = _send(address, "CLUSTER", "INFO").decode()
-            replication = _send(address, "INFO", "replication").decode()
-        except OSError:
+            if client.execute_command("CLUSTER INFO").get("cluster_state") != "ok":
+                return False
+            # [first, last, primary, *replicas] a range
+            ranges = client.execute_command("CLUSTER SLOTS")
+        except redis.RedisError:
             return False
-        if "cluster_state:ok" not in info:
-            return False
-        if "role:slave" in replication and "master_link_status:up" not in replication:
+        finally:
+            client.close()
+        if len(ranges) != CLUSTER_PRIMARIES or any(
+                len(shard) != 3 + CLUSTER_REPLICAS for shard in ranges):
             return False
     return True
 
