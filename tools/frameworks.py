@@ -61,6 +61,16 @@ class Suite:
     # Its tests reach redis-py's default localhost:6379 (hard-coded, or through processes they
     # start): the harness sends those connections to the server under test.
     redirect_default: bool = False
+    # Its tests need a cluster: it runs against the cluster legs (a redis-server cluster and a
+    # streamkeep cluster, three primaries with a replica each), never a single server.
+    cluster: bool = False
+    # More test paths after pytest_args' first (all dropped when --paths names others).
+    more_paths: tuple[str, ...] = ()
+    # Environment its tests read to choose their mode (pydocket's REDIS_VERSION=...-cluster).
+    env: tuple[tuple[str, str], ...] = ()
+    # Its tests that pass against the redis-server cluster but need what a streamkeep cluster
+    # does not do (slot migration, failover, gossip-driven admin): node id -> why.
+    out_of_scope: tuple[tuple[str, str], ...] = ()
 
 
 def _append_once(path: Path, block: str) -> None:
@@ -160,6 +170,92 @@ TEST_BACKEND = _streamkeep_url()
 ''')
 
 
+def _patch_redis_py_cluster(src: Path) -> None:
+    # redis-py's own conftest takes the cluster's URL as --redis-url: nothing to patch.
+    return None
+
+
+def _patch_pydocket_cluster(src: Path) -> None:
+    # docket's fixtures start a three-primary cluster container when REDIS_VERSION names
+    # "-cluster" and give its tests a redis+cluster:// URL of its first node: the cluster under
+    # test instead (its tests flush nothing on a cluster, each docket has a name of its own).
+    _append_once(src / "tests" / "conftest.py", '''\
+@pytest.fixture(scope="session")
+def redis_server():
+    yield None
+
+
+@pytest.fixture(scope="session")
+def redis_port(redis_server) -> int:
+    return int(os.environ["STREAMKEEP_SUITE_PORT"])
+
+
+@pytest.fixture
+def redis_url(redis_port: int) -> str:
+    return f"redis+cluster://{os.environ['STREAMKEEP_SUITE_HOST']}:{redis_port}"
+''')
+
+
+def _patch_taskiq_redis_cluster(src: Path) -> None:
+    # As for its single-server tests; its cluster brokers' redis_cluster_url fixture reads
+    # TEST_REDIS_CLUSTER_URL, else a docker-compose port: the cluster under test instead.
+    shutil.rmtree(src / "taskiq_redis", ignore_errors=True)
+    _append_once(src / "tests" / "conftest.py", '''\
+@pytest.fixture
+def redis_cluster_url() -> str:
+    return os.environ["STREAMKEEP_SUITE_URL"]
+''')
+
+
+def _both_clients(tests: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """redis-py's `TestClass::test` of tests/test_cluster.py and its asyncio twin (the same
+    name in tests/test_asyncio/test_cluster.py, run once, with a connection pool)."""
+    named: list[tuple[str, str]] = []
+    for test, why in tests.items():
+        named.append((f"tests/test_cluster.py::{test}", why))
+        if not test.startswith("TestClusterMonitor::") and test not in _SYNC_ONLY:
+            named.append((f"tests/test_asyncio/test_cluster.py::{test}[pool]", why))
+    return tuple(named)
+
+
+_SYNC_ONLY = ("TestClusterRedisCommands::test_client_tracking",)
+_CONTROLLER = ("a node's slots are the topology's, given whole by CLUSTER SETTOPOLOGY: "
+               "ADDSLOTS/DELSLOTS (gossip-driven admin) belong to a controller")
+_NO_BITMAPS = "streamkeep has no bitmap commands (BITOP): a single server refuses it too"
+_NO_HLL = "streamkeep has no HyperLogLog (PFADD): a single server refuses it too"
+_NO_GEO = "streamkeep has no geo commands (GEOADD): a single server refuses it too"
+_NO_COMMAND = "streamkeep does not implement {}: a single server refuses it too"
+
+# redis-py's cluster tests that pass against the redis-server cluster and need what stays out
+# of the streamkeep cluster's scope: slot changes by gossip-driven admin commands (a
+# controller's), or commands streamkeep implements on no server (no cluster matter).
+REDIS_PY_OUT_OF_SCOPE: tuple[tuple[str, str], ...] = _both_clients({
+    "TestRedisClusterObj::test_not_require_full_coverage_cluster_down_error": _CONTROLLER,
+    **{f"TestClusterRedisCommands::test_cluster_bitop_{case}": _NO_BITMAPS
+       for case in ("not", "not_empty_string", "not_in_place", "single_string",
+                    "string_operands")},
+    "TestClusterRedisCommands::test_cluster_pfcount": _NO_HLL,
+    "TestClusterRedisCommands::test_cluster_pfmerge": _NO_HLL,
+    **{f"TestClusterRedisCommands::{test}": _NO_GEO
+       for test in ("test_cluster_georadius_store", "test_cluster_georadius_store_dist",
+                    "test_cluster_geosearchstore", "test_geosearchstore_dist")},
+    "TestClusterRedisCommands::test_cluster_sort_store": _NO_COMMAND.format("SORT"),
+    "TestClusterRedisCommands::test_cluster_randomkey": _NO_COMMAND.format("RANDOMKEY"),
+    "TestClusterRedisCommands::test_memory_stats": _NO_COMMAND.format("MEMORY STATS"),
+    "TestClusterRedisCommands::test_memory_malloc_stats":
+        _NO_COMMAND.format("MEMORY MALLOC-STATS"),
+    "TestClusterRedisCommands::test_client_pause": _NO_COMMAND.format("CLIENT PAUSE"),
+    "TestClusterRedisCommands::test_client_unpause": _NO_COMMAND.format("CLIENT UNPAUSE"),
+    "TestClusterRedisCommands::test_client_tracking": _NO_COMMAND.format("CLIENT TRACKING"),
+    "TestClusterRedisCommands::test_client_trackinginfo":
+        _NO_COMMAND.format("CLIENT TRACKINGINFO"),
+    **{f"TestClusterMonitor::{test}": _NO_COMMAND.format("MONITOR")
+       for test in ("test_wait_command_not_found", "test_response_values",
+                    "test_command_with_quoted_key", "test_command_with_binary_data",
+                    "test_command_with_escaped_data")},
+})
+
+
 SUITES: dict[str, Suite] = {
     "streaq": Suite(
         "streaq", "6.4.0", "streaq==6.4.0", "https://github.com/tastyware/streaq", "v6.4.0",
@@ -224,6 +320,56 @@ SUITES: dict[str, Suite] = {
         _patch_celery, unix=True, redirect_default=True,
         note="t/integration (Redis broker and result backend, one prefork session worker) less"
              " its Azure, memcached and SQLite backends' tests and its memory-leak tests"),
+    # ---- the cluster suites: against a three-primary, three-replica cluster
+    "redis-py-cluster": Suite(
+        # The release the project's venv uses; its tests are in git only.
+        "redis-py-cluster", "8.1.0", "redis==8.1.0", "https://github.com/redis/redis-py",
+        "v8.1.0",
+        ("{src}", "pytest==8.4.2", "pytest-asyncio==1.1.0", "pytest-timeout==2.4.0",
+         "packaging", "ujson", "opentelemetry-api", "opentelemetry-sdk",
+         # its pytest settings name a coverage warning
+         "coverage"),
+        ("tests/test_cluster.py", "--redis-url={url}", "-o", "addopts=",
+         # its CI's cluster run's markers
+         "-m", "not onlynoncluster and not redismod and not fixed_client"
+               " and not multidb_integration"),
+        _patch_redis_py_cluster, unix=False, cluster=True,
+        more_paths=("tests/test_cluster_transaction.py", "tests/test_asyncio/test_cluster.py"),
+        out_of_scope=REDIS_PY_OUT_OF_SCOPE,
+        note="tests/test_cluster.py, test_cluster_transaction.py, test_asyncio/test_cluster.py"
+             " with its CI's cluster markers, --redis-url at the first node"),
+    "pydocket-cluster": Suite(
+        "pydocket-cluster", "0.27.0", "pydocket==0.27.0", None, None,
+        ("{src}", "docker", "pytest>=9", "pytest-asyncio>=0.24", "pytest-timeout",
+         "pytest-xdist"),
+        ("tests/fundamentals", "-o", "addopts=", "--import-mode=importlib", "-p", "no:randomly",
+         "--ignore=tests/fundamentals/test_cron.py",
+         # Its warnings are errors, and a cluster client some test leaves unclosed warns when
+         # the garbage collector takes it, in whichever later test's setup that falls (one of
+         # test_strikelist.py's, against either cluster): the client's own leak, no server's.
+         "-W", "ignore::ResourceWarning"),
+        _patch_pydocket_cluster, unix=False, cluster=True,
+        more_paths=("tests/test_docket_keys.py", "tests/test_lua_decorator.py",
+                    "tests/test_results_storage.py", "tests/test_strikelist.py"),
+        env=(("REDIS_VERSION", "8.10-cluster"),),
+        out_of_scope=((
+            "tests/fundamentals/test_progress_state.py::test_execution_state_lifecycle",
+            "its worker's state events are PUBLISHed by Lua scripts on the node serving the"
+            " docket's slot, and it listens on the first primary: Redis Cluster carries PUBLISH"
+            " to every node over its bus, a streamkeep node's PUBLISH reaches its own"
+            " subscribers only (forwarding PUBLISH between nodes is work of its own); it passes"
+            " when the docket's random name hashes to the first primary's slots"),),
+        note="tests/fundamentals and its tests that branch on a cluster (docket keys, Lua,"
+             " results, strike list) in its cluster mode (REDIS_VERSION=...-cluster: a"
+             " redis+cluster:// URL of the first node)"),
+    "taskiq-redis-cluster": Suite(
+        "taskiq-redis-cluster", "1.2.4", "taskiq-redis==1.2.4",
+        "https://github.com/taskiq-python/taskiq-redis", "1.2.4",
+        ("taskiq-redis==1.2.4", "redis==8.1.0", "taskiq==0.13.0", "pytest==9.2.0",
+         "pytest-timeout==2.4.0", "anyio==4.16.0", "freezegun==1.5.5", "fakeredis==2.41.0"),
+        ("tests", "-p", "anyio", "-k", "cluster"),
+        _patch_taskiq_redis_cluster, unix=False, cluster=True,
+        note="its cluster brokers, schedule sources and result backend (tests named cluster)"),
 }
 
 

@@ -6,9 +6,12 @@ alone: the frameworks pin redis-py versions the project does not use), both thro
 streamkeep.tools.frameworks (the bench's framework rows use the same venvs), starting
 the servers under test on free ports (Debian's redis-server, `streamkeep serve` on a fresh
 directory with default settings, and `streamkeep serve --shared` on a fresh directory, reached
-over its Unix socket), running each suite against each with a per-test and a per-suite
-timeout, and printing a table: passed/failed/errors per server, and the tests that fail on
-streamkeep but not on redis-server grouped by the first Redis error they hit.
+over its Unix socket; for a suite that needs a cluster, six cluster-enabled redis-servers made
+one cluster by `redis-cli --cluster create --cluster-replicas 1`, and six `streamkeep serve
+--cluster-enabled yes` made one by `streamkeep cluster create --replicas 1`), running each
+suite against each with a per-test and a per-suite timeout, and printing a table:
+passed/failed/errors per server, and the tests that fail on streamkeep but not on redis-server
+(a cluster leg: not on the redis-server cluster) grouped by the first Redis error they hit.
 
 The suites are run unchanged except for where they find their server: each one's conftest
 (in the cache's copy) gets fixtures appended that return the URL under test instead of a
@@ -21,9 +24,14 @@ in temporary directories), the project's venv (only its Python starts `streamkee
 
 Usage:
     .venv/bin/python -m tests.support.framework_suites
-        [--only streaq,arq,pydocket,taskiq-redis,rq,celery]
-        [--servers redis,streamkeep,shared] [--cache DIR] [--source NAME=PATH[@REF]]
+        [--only streaq,arq,pydocket,taskiq-redis,rq,celery,
+                redis-py-cluster,pydocket-cluster,taskiq-redis-cluster]
+        [--servers redis,streamkeep,shared,redis-cluster,streamkeep-cluster]
+        [--cache DIR] [--source NAME=PATH[@REF]]
         [--suite-timeout S] [--test-timeout S] [--json FILE]
+
+Each suite runs against its own legs of --servers: the single servers, or (a cluster suite)
+the clusters.
 
 `--source streaq=PATH` takes the source from a git repository (its pinned tag, by
 `git archive`; `PATH@REF` another ref, for a copy that lacks the tag) or a source tree instead
@@ -45,11 +53,13 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 # The pinned frameworks, their sources and venvs: shared with the bench's framework rows.
+import redis
+
 from streamkeep.tools.frameworks import (
     DEFAULT_CACHE,
     PROJECT_PYTHON,
@@ -60,6 +70,15 @@ from streamkeep.tools.frameworks import (
 )
 
 SERVERS = ("redis", "streamkeep", "shared")
+# The legs of a suite that needs a cluster (Suite.cluster): three primaries with a replica each,
+# made by `redis-cli --cluster create` of six redis-server nodes, and by `streamkeep cluster
+# create` of six `streamkeep serve --cluster-enabled yes` nodes.
+CLUSTER_SERVERS = ("redis-cluster", "streamkeep-cluster")
+CLUSTER_PRIMARIES = 3
+CLUSTER_REPLICAS = 1
+# Which leg a leg is compared with.
+BASELINES = {"streamkeep": "redis", "shared": "redis", "redis-unix": "redis",
+             "streamkeep-cluster": "redis-cluster"}
 # Not run by default: redis-server on a Unix socket, the baseline for a unix:// failure.
 OPTIONAL_SERVERS = ("redis-unix",)
 
@@ -231,12 +250,45 @@ class Running:
     proc: subprocess.Popen[bytes]
     log: Path
     address: tuple[str, int] | str
+    # A cluster's every node (the first is `address`, the one its clients are given).
+    nodes: tuple[tuple[str, int] | str, ...] = ()
+
+
+@contextmanager
+def _process(label: str, argv: list[str], workdir: Path,
+             address: tuple[str, int] | str) -> Iterator[subprocess.Popen[bytes]]:
+    """A server process answering PING at `address` (its output in workdir/<label>.log),
+    stopped afterwards (SIGTERM, then SIGKILL), also when the caller fails or is interrupted."""
+    log = workdir / f"{label}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=workdir,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _ping(address):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise ServerDidNotStart(
+                    f"{label} did not start:\n{log.read_text(errors='replace')}")
+            time.sleep(0.1)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @contextmanager
 def start_server(kind: str, workdir: Path) -> Iterator[Running]:
-    """A fresh server of `kind` (redis, redis-unix, streamkeep, shared), stopped afterwards."""
-    log = workdir / f"{kind}.log"
+    """A fresh server of `kind` (redis, redis-unix, streamkeep, shared; redis-cluster,
+    streamkeep-cluster), stopped afterwards."""
+    if kind in CLUSTER_SERVERS:
+        with start_cluster(kind, workdir) as cluster:
+            yield cluster
+        return
     unix = kind in ("shared", "redis-unix")
     port = 0 if unix else free_port()
     data = workdir / f"{kind}-data"
@@ -252,31 +304,88 @@ def start_server(kind: str, workdir: Path) -> Iterator[Running]:
                 "--port", str(port)]
     else:
         argv = [str(PROJECT_PYTHON), "-m", "streamkeep", "serve", "--shared", "--dir", str(data)]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=workdir,
-                                start_new_session=True)
     address: tuple[str, int] | str = sock if unix else ("127.0.0.1", port)
-    deadline = time.monotonic() + 30
-    while not _ping(address):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise ServerDidNotStart(f"{kind} did not start:\n{log.read_text(errors='replace')}")
-        time.sleep(0.1)
-    if kind == "shared":
-        # The suite's gaps between connections must not let the server leave when idle.
-        _send(sock, "CONFIG", "SET", "idle-shutdown", "0")
-    url = f"unix://{sock}" if unix else f"redis://127.0.0.1:{port}/0"
-    try:
-        yield Running(kind, url, "127.0.0.1", port, proc, log, address)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    with _process(kind, argv, workdir, address) as proc:
+        if kind == "shared":
+            # The suite's gaps between connections must not let the server leave when idle.
+            _send(sock, "CONFIG", "SET", "idle-shutdown", "0")
+        url = f"unix://{sock}" if unix else f"redis://127.0.0.1:{port}/0"
+        yield Running(kind, url, "127.0.0.1", port, proc, workdir / f"{kind}.log", address)
 
+
+def _cluster_node_argv(kind: str, data: Path, port: int) -> list[str]:
+    if kind == "redis-cluster":
+        data.mkdir()
+        # The bus on a port of its own: Redis puts it at port + 10000 by default, and refuses
+        # a client port past 55535. DEBUG as redis-py's cluster container enables it.
+        return ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--dir", str(data), "--cluster-enabled", "yes",
+                "--cluster-config-file", "nodes.conf", "--cluster-port", str(free_port()),
+                "--enable-debug-command", "yes"]
+    return [str(PROJECT_PYTHON), "-m", "streamkeep", "serve", "--dir", str(data),
+            "--port", str(port), "--cluster-enabled", "yes"]
+
+
+def _create_cluster(kind: str, addresses: list[str], workdir: Path) -> None:
+    if kind == "redis-cluster":
+        argv = ["redis-cli", "--cluster", "create", *addresses,
+                "--cluster-replicas", str(CLUSTER_REPLICAS), "--cluster-yes"]
+    else:
+        argv = [str(PROJECT_PYTHON), "-m", "streamkeep", "cluster", "create", *addresses,
+                "--replicas", str(CLUSTER_REPLICAS)]
+    log = workdir / f"{kind}-create.log"
+    with open(log, "wb") as out:
+        done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, cwd=workdir,
+                              timeout=120, check=False, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise ServerDidNotStart(f"{kind} was not made:\n{log.read_text(errors='replace')}")
+
+
+def _cluster_ready(nodes: list[tuple[str, int]]) -> bool:
+    """Every node says the cluster is ok and shows every shard's primary and replicas in CLUSTER
+    SLOTS (Redis shows a replica there once its primary has gossiped its replication offset),
+    so a client that reads any node's CLUSTER SLOTS finds every node."""
+    for host, port in nodes:
+        client = redis.Redis(host=host, port=port, socket_timeout=5)
+        try:
+            if client.execute_command("CLUSTER INFO").get("cluster_state") != "ok":
+                return False
+            # [first, last, primary, *replicas] a range
+            ranges = client.execute_command("CLUSTER SLOTS")
+        except redis.RedisError:
+            return False
+        finally:
+            client.close()
+        if len(ranges) != CLUSTER_PRIMARIES or any(
+                len(shard) != 3 + CLUSTER_REPLICAS for shard in ranges):
+            return False
+    return True
+
+
+@contextmanager
+def start_cluster(kind: str, workdir: Path) -> Iterator[Running]:
+    """A fresh cluster of `kind` (redis-cluster, streamkeep-cluster): CLUSTER_PRIMARIES
+    primaries with CLUSTER_REPLICAS replicas each, every node in a directory of its own under
+    `workdir`; every node stopped afterwards, also when the cluster is not made."""
+    count = CLUSTER_PRIMARIES * (1 + CLUSTER_REPLICAS)
+    nodes: list[tuple[str, int]] = []
+    with ExitStack() as stack:
+        procs = []
+        for i in range(count):
+            port = free_port()
+            argv = _cluster_node_argv(kind, workdir / f"{kind}-{i}-data", port)
+            procs.append(stack.enter_context(
+                _process(f"{kind}-{i}", argv, workdir, ("127.0.0.1", port))))
+            nodes.append(("127.0.0.1", port))
+        _create_cluster(kind, [f"{h}:{p}" for h, p in nodes], workdir)
+        deadline = time.monotonic() + 60
+        while not _cluster_ready(nodes):
+            if time.monotonic() > deadline:
+                raise ServerDidNotStart(f"{kind} did not become ready")
+            time.sleep(0.2)
+        host, port = nodes[0]
+        yield Running(kind, f"redis://{host}:{port}/0", host, port, procs[0],
+                      workdir / f"{kind}-0.log", nodes[0], tuple(nodes))
 
 # ---------------------------------------------------------------- running and reading
 
@@ -310,11 +419,13 @@ def run_leg(suite: Suite, src: Path, venv: Path, server: Running, workdir: Path,
                STREAMKEEP_SUITE_PORT=str(server.port), STREAMKEEP_SUITE_REPORT=str(report),
                PYTHONPATH=str(plugin_dir), PYTHONDONTWRITEBYTECODE="1",
                # the framework's CLIs (RQ's tests run `rqworker`), as in its activated venv
-               PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+               PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+               **dict(suite.env))
     env.pop("VIRTUAL_ENV", None)
     argv = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "sk_suite_report",
             "-p", "no:cacheprovider", f"--timeout={test_timeout:g}",
-            *(paths or suite.pytest_args[:1]), *suite.pytest_args[1:]]
+            *(paths or (*suite.pytest_args[:1], *suite.more_paths)),
+            *(arg.replace("{url}", server.url) for arg in suite.pytest_args[1:])]
     result = LegResult(suite.name, server.label)
     started = time.monotonic()
     with open(workdir / f"{suite.name}-{server.label}.out", "wb") as out:
@@ -326,8 +437,16 @@ def run_leg(suite: Suite, src: Path, venv: Path, server: Running, workdir: Path,
             result.timed_out = True
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        except BaseException:  # interrupted: the suite and whatever it started go too
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
     result.seconds = time.monotonic() - started
-    result.server_failures = server_failures(server.address)
+    result.server_failures = {}
+    for node in server.nodes or (server.address,):
+        where = f" ({node[1]})" if server.nodes and isinstance(node, tuple) else ""
+        result.server_failures.update(
+            {f"{name}{where}": value for name, value in server_failures(node).items()})
     _read_report(report, result)
     return result
 
@@ -381,6 +500,11 @@ def first_redis_error(text: str) -> str:
 
 # ---------------------------------------------------------------- the table
 
+def out_of_scope(suite: str) -> dict[str, str]:
+    """The suite's tests left out of the comparison (Suite.out_of_scope): node id -> why."""
+    return dict(SUITES[suite].out_of_scope) if suite in SUITES else {}
+
+
 def print_table(results: list[LegResult], notes: dict[str, str]) -> str:
     lines = ["| framework | server | passed | failed | errors | skipped | time (s) |",
              "|---|---|---:|---:|---:|---:|---:|"]
@@ -404,19 +528,22 @@ def print_table(results: list[LegResult], notes: dict[str, str]) -> str:
     out.append("")
     causes: Counter[str] = Counter()
     for r in results:
-        if r.server.startswith("redis") or r.skipped_reason:
+        if r.server not in BASELINES or r.skipped_reason:
             continue
-        base = next((b for b in results if b.suite == r.suite and b.server == "redis"), None)
+        base = next((b for b in results if b.suite == r.suite
+                     and b.server == BASELINES[r.server]), None)
         groups: dict[str, list[str]] = defaultdict(list)
         for nodeid, outcome in sorted(r.outcomes.items()):
             if outcome not in ("failed", "error"):
                 continue
             if base is not None and base.outcomes.get(nodeid) in ("failed", "error"):
                 continue  # fails against redis-server too: not streamkeep's
+            if nodeid in out_of_scope(r.suite):
+                continue  # listed, with its reason, below
             groups[first_redis_error(r.texts.get(nodeid, ""))].append(nodeid)
         if not groups:
             continue
-        out.append(f"### {r.suite} on {r.server}: failing here, not on redis-server")
+        out.append(f"### {r.suite} on {r.server}: failing here, not on {BASELINES[r.server]}")
         for cause, ids in sorted(groups.items(), key=lambda kv: -len(kv[1])):
             causes[cause] += len(ids)
             out.append(f"- {len(ids)} x `{cause}`")
@@ -425,6 +552,12 @@ def print_table(results: list[LegResult], notes: dict[str, str]) -> str:
             if len(ids) > 8:
                 out.append(f"    - ... {len(ids) - 8} more")
         out.append("")
+    for suite in dict.fromkeys(r.suite for r in results):
+        excluded = out_of_scope(suite)
+        if excluded:
+            out.append(f"### {suite}: out of scope ({len(excluded)} tests, not compared)")
+            out.extend(f"- {nodeid}: {why}" for nodeid, why in excluded.items())
+            out.append("")
     if causes:
         out.append("### Top causes (all streamkeep legs)")
         for cause, n in causes.most_common(15):
@@ -452,7 +585,16 @@ def parse_sources(specs: list[str]) -> tuple[dict[str, Path], dict[str, str]]:
     return sources, refs
 
 
-def run(only: list[str], servers: list[str], cache: Path, sources: dict[str, Path],
+def legs(suite: Suite, servers: list[str] | None) -> list[str]:
+    """The servers `suite` runs against: of `servers` (None: all its own), the cluster legs
+    for a suite that needs a cluster, the single servers for the others."""
+    own = CLUSTER_SERVERS if suite.cluster else SERVERS + OPTIONAL_SERVERS
+    if servers is None:
+        return list(CLUSTER_SERVERS if suite.cluster else SERVERS)
+    return [kind for kind in servers if kind in own]
+
+
+def run(only: list[str], servers: list[str] | None, cache: Path, sources: dict[str, Path],
         suite_timeout: float, test_timeout: float, paths: list[str] | None = None,
         log: Callable[[str], None] = print,
         refs: dict[str, str] | None = None) -> list[LegResult]:
@@ -462,7 +604,7 @@ def run(only: list[str], servers: list[str], cache: Path, sources: dict[str, Pat
         suite = SUITES[name]
         src = fetch_source(suite, cache, sources.get(name), (refs or {}).get(name))
         venv = ensure_venv(suite, cache, src)
-        for kind in servers:
+        for kind in legs(suite, servers):
             if kind in ("shared", "redis-unix") and not suite.unix:
                 results.append(LegResult(name, kind, skipped_reason="no unix:// URL"))
                 continue
@@ -490,8 +632,9 @@ def run(only: list[str], servers: list[str], cache: Path, sources: dict[str, Pat
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default=",".join(SUITES))
-    parser.add_argument("--servers", default=",".join(SERVERS),
-                        help=f"of {', '.join(SERVERS + OPTIONAL_SERVERS)}")
+    parser.add_argument("--servers", help=f"of {', '.join(SERVERS + OPTIONAL_SERVERS)}"
+                        f" (single servers; {', '.join(SERVERS)} by default) and"
+                        f" {', '.join(CLUSTER_SERVERS)} (the cluster suites' legs)")
     parser.add_argument("--cache", type=Path,
                         default=Path(os.environ.get("STREAMKEEP_SUITES_CACHE", DEFAULT_CACHE)))
     parser.add_argument("--source", action="append", default=[], metavar="NAME=PATH[@REF]")
@@ -502,7 +645,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the outcomes here")
     args = parser.parse_args(argv)
     sources, refs = parse_sources(args.source)
-    results = run(args.only.split(","), args.servers.split(","), args.cache, sources,
+    results = run(args.only.split(","), args.servers.split(",") if args.servers else None,
+                  args.cache, sources,
                   args.suite_timeout, args.test_timeout,
                   args.paths.split(",") if args.paths else None, refs=refs)
     print()
