@@ -352,13 +352,6 @@ SUITES: dict[str, Suite] = {
         more_paths=("tests/test_docket_keys.py", "tests/test_lua_decorator.py",
                     "tests/test_results_storage.py", "tests/test_strikelist.py"),
         env=(("REDIS_VERSION", "8.10-cluster"),),
-        out_of_scope=((
-            "tests/fundamentals/test_progress_state.py::test_execution_state_lifecycle",
-            "its worker's state events are PUBLISHed by Lua scripts on the node serving the"
-            " docket's slot, and it listens on the first primary: Redis Cluster carries PUBLISH"
-            " to every node over its bus, a streamkeep node's PUBLISH reaches its own"
-            " subscribers only (forwarding PUBLISH between nodes is work of its own); it passes"
-            " when the docket's random name hashes to the first primary's slots"),),
         note="tests/fundamentals and its tests that branch on a cluster (docket keys, Lua,"
              " results, strike list) in its cluster mode (REDIS_VERSION=...-cluster: a"
              " redis+cluster:// URL of the first node)"),
