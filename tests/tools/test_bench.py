@@ -46,7 +46,11 @@ OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof
              *(b.key for s in bench.SECTIONS
                if s.name in ("server", "strings", "hardening", "replication", "inspect", "export",
                              "backlog", "interop", "shared", "security")
-               for b in s.benchmarks)}
+               for b in s.benchmarks),
+             # the cluster's scaling rows: ten times the requests (redis-benchmark's quarter
+             # seconds)
+             *(b.key for s in bench.SECTIONS if s.name == "cluster" for b in s.benchmarks
+               if b.key.endswith(("_one", "_two")))}
 # What a figure's value cell prints after its number, by Figure.unit.
 UNIT_SUFFIX = {"x": "x", "/s": "/s", "": "", "count": "", "s": " s", "ms": " ms", "us": " us",
                "MB": " MB"}

@@ -81,9 +81,9 @@ EPILOG = """examples:
   streamkeep export ./data --out ./tail --since-lsn 5000 --json
   streamkeep export ./data --out ./snap --snapshot-only  the last snapshot
   streamkeep export --cluster 127.0.0.1:7001 --out ./all
-                                       every primary of the cluster, one Spark job
+                                       every primary of the cluster, one job
   streamkeep export --shard ./n1 --shard ./n2 --shard ./n3 --out ./all
-                                       the same, from the nodes' data directories
+                                       the same, from the nodes' directories
 
 A data directory is exported as it is now: its snapshot and every record after it (the state
 export-rdb writes). When records follow the snapshot, the directory is copied as of its last
