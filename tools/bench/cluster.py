@@ -27,8 +27,8 @@ CLUSTER_ARGS = ("--cluster-enabled", "yes")
 COMMANDS = {"xadd": ("XADD", "s:{tag}", "*", "f", "v"),
             "set": ("-r", "100000", "SET", "key:{tag}:__rand_int__", "v")}
 READY_TIMEOUT = 30.0
-# redis-benchmark with --threads reads its elapsed time in quarter seconds: a scaling row runs
-# ten times the section's requests (seconds, not half of one), so its rate is not rounded off.
+# redis-benchmark with --threads reads its elapsed time in quarter seconds: the section's rows
+# run ten times the requests (seconds, not half of one), so a rate is not rounded off.
 SCALING_SCALE = 10
 
 

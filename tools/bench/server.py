@@ -98,7 +98,8 @@ def redis_benchmark(env: BenchEnv, server: Any, pipeline: int, args: Sequence[st
 
 
 def bench_xadd(env: BenchEnv, server: Any, pipeline: int,
-               connection: Sequence[str] | None = None, key: str = BENCH_KEY) -> Measurement:
+               connection: Sequence[str] | None = None, key: str = BENCH_KEY,
+               scale: int = 1) -> Measurement:
     """redis-benchmark ``XADD <key> * myfield myvalue`` against ``server``, the stream
     deleted before and after and its length checked (``connection``: as redis_benchmark's)."""
     client = server.client
@@ -110,7 +111,7 @@ def bench_xadd(env: BenchEnv, server: Any, pipeline: int,
         return length[0]
 
     m = redis_benchmark(env, server, pipeline, (BENCH_COMMAND[0], key, *BENCH_COMMAND[2:]),
-                        connection, counted)
+                        connection, counted, scale)
     if length[0] < m.count:  # type: ignore[operator]  # (-P may send a few more than -n)
         raise AssertionError(f"{server.name} holds {length[0]} entries after {m.count} XADDs")
     client.delete(key)

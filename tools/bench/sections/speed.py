@@ -416,13 +416,17 @@ CONSUME = Section("consume", (
 # over many keys, each new key indexed by its slot, is shown beside it.)
 CLUSTER_NODE_TARGET = 0.95
 
+# (A node's rows run ten times the section's requests: a few seconds each, so that the two
+# servers' turns are long enough for their ratio to be read to a few percent.)
 def _node_xadd(server_of: ServerOf) -> Callable[[Any], Any]:
-    return lambda env: server.bench_xadd(env, server_of(env), 16)
+    return lambda env: server.bench_xadd(env, server_of(env), 16,
+                                         scale=bench_cluster.SCALING_SCALE)
 
 
 def _node_set(server_of: ServerOf) -> Callable[[Any], Any]:
     return lambda env: server.redis_benchmark(env, server_of(env), 16,
-                                              ("-t", "set", "-r", str(KEYSPACE)))
+                                              ("-t", "set", "-r", str(KEYSPACE)),
+                                              scale=bench_cluster.SCALING_SCALE)
 
 
 # Two streamkeep primaries / one node, under redis-benchmark --cluster -P 16 (two event loops
