@@ -29,7 +29,6 @@ Must not touch: how servers start (tools.servers), a node's files, the other mod
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import threading
@@ -45,6 +44,7 @@ from streamkeep.tools.cluster import NodeError
 from streamkeep.tools.crashbench.client import RespTarget
 from streamkeep.tools.crashbench.invariants import Violation
 from streamkeep.tools.crashbench.report import BOUNDS, Found, Row
+from streamkeep.tools.crashbench.sigkill import dir_bytes
 from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
 from streamkeep.tools.servers import HOST, ServerFailed, StreamkeepServer, kill_all
 
@@ -492,7 +492,7 @@ def play_round(run: Run, moment: str, n: int) -> None:
     else:
         violations += check_topology(run, n, where)
     run.row.add("restarted", sum(d.acked for d in drivers), lost, window, violations,
-                recovery, sum(_dir_bytes(cluster.servers[i].data_dir) for i in victims),
+                recovery, sum(dir_bytes(cluster.servers[i].data_dir) for i in victims),
                 at_s=crash_at, where=where, seed=run.seed,
                 op=sum(p.state == ACKED for ps in run.history.values() for p in ps))
 
@@ -706,11 +706,3 @@ def _violation(run: Run, v: Violation, n: int, where: str, count: bool = True) -
                                f"cluster:{run.row.policy}:{len(run.cluster.servers)}:"
                                f"{run.seed}:{n}"))
 
-
-def _dir_bytes(directory: str) -> int:
-    total = 0
-    for base, _dirs, files in os.walk(directory):
-        for name in files:
-            with contextlib.suppress(OSError):  # removed by a compaction meanwhile
-                total += os.path.getsize(os.path.join(base, name))
-    return total

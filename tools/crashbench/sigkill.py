@@ -204,7 +204,7 @@ def _round(row: Row, server: ServerProcess, checker: Checker, workload: AnyWorkl
                    expected=_expected(checker.policy, acked_before),
                    recovered=_recovered(verdict))
     row.add("restarted", driver.acked, verdict.lost_acked, verdict.loss_window_s,
-            verdict.violations, recovery_s, _dir_bytes(server.data_dir), at_s=crash_at,
+            verdict.violations, recovery_s, dir_bytes(server.data_dir), at_s=crash_at,
             where=f"round {n} ({moment}: {what})", seed=seed, op=acked_before)
     _sample(row, checker, seed)
     if moment == "replica" and replica is not None:
@@ -288,7 +288,7 @@ def _rollback_round(row: Row, primary: ServerProcess, checker: Checker, workload
         finally:
             checker.policy = policy
         row.add("restarted", driver.acked, 0, 0.0, verdict.violations, 0.0,
-                _dir_bytes(primary.data_dir), at_s=time.monotonic() - started,
+                dir_bytes(primary.data_dir), at_s=time.monotonic() - started,
                 where=f"round {n} (primary-rollback: {what})", seed=seed,
                 op=len(checker.lineage))
         driver = Driver(primary, workload, checker, started)
@@ -352,7 +352,8 @@ def _violation(row: Row, v: Violation, moment: str, what: str, n: int, seed: int
                            in_flight=shown[:200], expected=expected, recovered=recovered))
 
 
-def _dir_bytes(directory: str) -> int:
+def dir_bytes(directory: str) -> int:
+    """The bytes of the files under `directory` (the data a restart recovers from)."""
     total = 0
     for base, _dirs, files in os.walk(directory):
         for name in files:
