@@ -44,6 +44,7 @@ FOLDERS: Final = {
     "tools": "top",  # the command-line tools
     "tools/bench": "top",
     "tools/bench/sections": "top",
+    "tools/controller": "top",
     "tools/crashbench": "top",
     "tools/export": "top",
     "tools/inspect": "top",
