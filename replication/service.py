@@ -316,6 +316,12 @@ class ReplicationService:
 
     # --- INFO ----------------------------------------------------------------------------------
 
+    def vouched_until(self, needed: int, seconds: float) -> float:
+        if self.follower is not None:
+            return 0.0
+        acks = sorted((s.last_ack for s in self.primary.online()), reverse=True)
+        return acks[needed - 1] + seconds if needed <= len(acks) else 0.0
+
     def info_fields(self) -> Fields:
         repl_id, repl_id2, offset2 = self.datadir.history()
         lsn = self.datadir.journal.lsn

@@ -33,6 +33,7 @@ EXIT_NODE = 2  # a node cannot be reached, or refused the topology
 TIMEOUT = 10.0  # seconds for a node to answer
 SYNC_TIMEOUT = 60.0  # create: seconds for every replica to finish its first sync
 SLOTS = 16384
+DEFAULT_CLUSTER = "streamkeep"
 EPILOG = f"""examples:
   streamkeep cluster create 127.0.0.1:7000 127.0.0.1:7001 127.0.0.1:7002
                                      three primaries, the slots spread evenly
@@ -65,14 +66,14 @@ class Node:
     """A connection to one node (the crash bench's RespTarget): `call(*args)` sends a command
     and returns its reply; no connection, no reply in time, or an error reply, NodeError."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, timeout: float = TIMEOUT) -> None:
         from streamkeep.tools.crashbench.client import RespTarget
         from streamkeep.tools.crashbench.target import ConnectionLost
 
         self.address = address
         self.host, self.port = split_address(address)
         try:
-            self.target = RespTarget(self.host, self.port, TIMEOUT, TIMEOUT)
+            self.target = RespTarget(self.host, self.port, timeout, timeout)
         except ConnectionLost as err:
             raise NodeError(f"{address}: cannot connect ({err.__cause__ or err})") from None
 
@@ -112,6 +113,15 @@ def _address(value: str) -> str:
     return value
 
 
+def _managed(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    """--etcd and --cluster: the cluster's record and its controller."""
+    parser.add_argument("--etcd", metavar="URL", required=required, default="",
+                        help="the etcd holding the cluster's topology (http://HOST:PORT, or "
+                             "several, comma-separated): the change goes through its controller")
+    parser.add_argument("--cluster", default=DEFAULT_CLUSTER, metavar="NAME",
+                        help=f"the cluster's name in etcd (default {DEFAULT_CLUSTER})")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND", required=True)
     create = sub.add_parser("create", help="make a cluster of the nodes given",
@@ -122,12 +132,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     create.add_argument("--replicas", type=int, default=0, metavar="N",
                         help="replicas per primary (default 0)")
     create.add_argument("--json", action="store_true", help="the topology made, as JSON")
+    _managed(create)
     for name, text in (("check", "check that every node agrees and every slot is served"),
                        ("info", "each primary's keys, slots and replicas")):
         p = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
         p.add_argument("node", type=_address, metavar="HOST:PORT",
                        help="any node of the cluster")
         p.add_argument("--json", action="store_true", help="the report as JSON")
+    add = sub.add_parser("add-node", help="add an empty node: a replica, or a primary with "
+                                          "no slot yet",
+                         description="Add an empty node to the cluster: a replica of the "
+                                     "primary --replica-of names, or a primary that serves "
+                                     "no slot yet.")
+    add.add_argument("new_node", type=_address, metavar="NEW_HOST:PORT")
+    add.add_argument("--replica-of", metavar="NODE", default="",
+                     help="the primary it replicates (its id, 8 digits of it, or HOST:PORT)")
+    remove = sub.add_parser("remove-node", help="remove a replica, or a primary with no slot",
+                            description="Remove a node from the cluster: a replica, or a "
+                                        "primary that serves no slot and has no replica.")
+    remove.add_argument("gone", metavar="NODE", help="its id, 8 digits of it, or HOST:PORT")
+    fail = sub.add_parser("failover", help="make a replica its shard's primary",
+                          description="Make a replica its shard's primary. Through a "
+                                      "controller (--etcd) nothing acknowledged is lost: the "
+                                      "primary stops taking writes until the replica holds "
+                                      "its whole log.")
+    fail.add_argument("replica", metavar="REPLICA", help="its id, 8 digits of it, or HOST:PORT")
+    fail.add_argument("--force", action="store_true",
+                      help="do not wait for the primary (it is gone); without --etcd: a "
+                           "takeover, which may lose what the primary acknowledged last")
+    for p in (add, remove, fail):
+        p.add_argument("--node", type=_address, metavar="HOST:PORT", default="",
+                       help="any node of the cluster (without --etcd)")
+        p.add_argument("--json", action="store_true", help="the result as JSON")
+        _managed(p)
+    control = sub.add_parser("controller", help="run a controller of a cluster kept in etcd",
+                             description="Run a controller: it leads the cluster through an "
+                                         "etcd lease (others wait), pushes the topology etcd "
+                                         "holds to the nodes, renews their leases and fails "
+                                         "over a primary silent for its "
+                                         "cluster-node-timeout. Runs until SIGINT or SIGTERM.")
+    _managed(control, required=True)
+    control.add_argument("--name", default=None,
+                         help="this controller's name in etcd (default HOST-PID)")
 
 
 # --- create --------------------------------------------------------------------------------------
@@ -147,8 +193,10 @@ def spread(primaries: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def create(addresses: Sequence[str], replicas: int) -> dict[str, Any]:
-    """The cluster made (see the module's docstring): its topology as a dict."""
+def create(addresses: Sequence[str], replicas: int, etcd: str = "",
+           cluster: str = "") -> dict[str, Any]:
+    """The cluster made (see the module's docstring): its topology as a dict. With `etcd`,
+    committed there as `cluster`'s first topology for its controller to push."""
     from streamkeep.engine.exec.cluster import ClusterNode, Topology, render
 
     if replicas < 0:
@@ -165,8 +213,8 @@ def create(addresses: Sequence[str], replicas: int) -> dict[str, Any]:
         for node in nodes:
             if int(node.call("DBSIZE")):
                 raise NodeError(f"{node.address}: holds keys (a new cluster's nodes are empty)")
-            epoch = max(epoch, _epoch(node))
-            cport = _own_bus_port(node)
+            epoch = max(epoch, epoch_of(node))
+            cport = own_bus_port(node)
             members.append(ClusterNode(node.text("CLUSTER", "MYID"), node.host, node.port, cport,
                                        node.text("CLUSTER", "MYSHARDID")))
         heads = members[:primaries]
@@ -177,17 +225,27 @@ def create(addresses: Sequence[str], replicas: int) -> dict[str, Any]:
         for head, (first, last) in zip(heads, spread(primaries), strict=True):
             owners[first:last + 1] = [head.id] * (last - first + 1)
         topology = Topology(members[0], {m.id: m for m in members}, owners, epoch + 1)
-        lines = [line for line in render(topology).splitlines() if not line.startswith("vars ")]
-        for node in nodes:
-            node.call("CLUSTER", "SETTOPOLOGY", topology.epoch, *lines)
+        if etcd:
+            from streamkeep.tools.controller.operations import create_managed
+            from streamkeep.tools.controller.record import key
+
+            topology.managed_by = cluster
+            print(f"committing the topology to {etcd} {key(cluster, 'topology')}",
+                  file=sys.stderr)
+            topology = create_managed(argparse.Namespace(etcd=etcd, cluster=cluster), topology)
+        else:
+            lines = [line for line in render(topology).splitlines()
+                     if not line.startswith("vars ")]
+            for node in nodes:
+                node.call("CLUSTER", "SETTOPOLOGY", topology.epoch, *lines)
         _wait_for_replicas(nodes[primaries:])
-        return _report(topology, {m.id: n.address for m, n in zip(members, nodes, strict=True)})
+        return report_of(topology, {m.id: n.address for m, n in zip(members, nodes, strict=True)})
     finally:
         for node in nodes:
             node.close()
 
 
-def _own_bus_port(node: Node) -> int:
+def own_bus_port(node: Node) -> int:
     """The bus port a node shows for itself in CLUSTER NODES (NodeError: not a node's line)."""
     for line in node.text("CLUSTER", "NODES").splitlines():
         words = line.split()
@@ -209,7 +267,7 @@ def _wait_for_replicas(replicas: Sequence[Node]) -> None:
             time.sleep(0.1)
 
 
-def _epoch(node: Node) -> int:
+def epoch_of(node: Node) -> int:
     """The topology epoch a node holds (CLUSTER INFO's cluster_current_epoch)."""
     epoch = _fields(node.text("CLUSTER", "INFO")).get("cluster_current_epoch", "")
     if not epoch.isdigit():
@@ -222,7 +280,7 @@ def _fields(text: str) -> dict[str, str]:
                 and not line.startswith("#"))
 
 
-def _report(topology: Any, addresses: dict[str, str]) -> dict[str, Any]:
+def report_of(topology: Any, addresses: dict[str, str]) -> dict[str, Any]:
     return {"epoch": topology.epoch, "primaries": [
         {"id": node.id, "address": addresses.get(node.id, f"{node.ip}:{node.port}"),
          "slots": [list(r) for r in topology.slot_ranges(node.id)],
@@ -243,7 +301,7 @@ def topology_of(address: str) -> Any:
     try:
         myself = first.text("CLUSTER", "MYID")
         topology = parse(first.text("CLUSTER", "NODES"), address, myself_id=myself)
-        topology.epoch = _epoch(first)
+        topology.epoch = epoch_of(first)
     except NodesFileError as err:
         raise NodeError(f"CLUSTER NODES: {err}") from None
     finally:
@@ -271,7 +329,7 @@ def survey(address: str) -> tuple[Any, dict[str, dict[str, Any]]]:
             continue
         try:
             seen[node_id] = {
-                "address": where, "epoch": _epoch(node),
+                "address": where, "epoch": epoch_of(node),
                 "view": _view(node.text("CLUSTER", "NODES")), "keys": int(node.call("DBSIZE"))}
         except NodeError as err:
             seen[node_id] = {"address": where, "error": str(err)}
@@ -364,7 +422,7 @@ def check(address: str) -> dict[str, Any]:
 
 def info(address: str) -> dict[str, Any]:
     topology, seen = survey(address)
-    report = _report(topology, {node_id: entry["address"] for node_id, entry in seen.items()})
+    report = report_of(topology, {node_id: entry["address"] for node_id, entry in seen.items()})
     for primary in report["primaries"]:
         primary["keys"] = seen.get(primary["id"], {}).get("keys")
     return report
@@ -376,16 +434,15 @@ def info(address: str) -> dict[str, Any]:
 def main(args: argparse.Namespace) -> int:
     command = args.cluster_command
     try:
-        if command == "create":
-            result = create(args.nodes, args.replicas)
-        elif command == "check":
-            result = check(args.node)
-        else:
-            result = info(args.node)
+        if command == "controller":
+            from streamkeep.tools.controller.operations import run_controller
+
+            return run_controller(args)
+        result = _run(command, args)
     except ValueError as err:
         print(f"streamkeep cluster {command}: {err}", file=sys.stderr)
         return EXIT_USAGE
-    except NodeError as err:
+    except StreamkeepError as err:  # a node's, etcd's, the controller's, a plan's
         print(f"streamkeep cluster {command}: {err}", file=sys.stderr)
         return EXIT_NODE
     if args.json:
@@ -395,7 +452,25 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_PROBLEM if command == "check" and result["problems"] else 0
 
 
+def _run(command: str, args: argparse.Namespace) -> dict[str, Any]:
+    if command == "create":
+        return create(args.nodes, args.replicas, args.etcd, args.cluster)
+    if command == "check":
+        return check(args.node)
+    if command == "info":
+        return info(args.node)
+    from streamkeep.tools.controller import operations
+
+    if command == "add-node":
+        return operations.add_node(args)
+    if command == "remove-node":
+        return operations.remove_node(args)
+    return operations.failover(args)
+
+
 def _text(command: str, result: dict[str, Any]) -> str:
+    if command == "failover" and "primaries" not in result:
+        return f"{result['address']} ({result['primary'][:8]}...) is primary at epoch {result['epoch']}"
     if command == "check":
         lines = [f"{result['nodes']} nodes, topology epoch {result['epoch']}, "
                  f"{result['slots_served']:,} of {SLOTS:,} slots served"]

@@ -32,6 +32,7 @@ SLOT_MIGRATION_FIELDS: Final = (
     "cluster_slot_migration_stats_active_trim_completed",
     "cluster_slot_migration_stats_active_trim_cancelled")
 STALE: Final = "stale"
+MAX_CLUSTER_ID: Final = 64
 
 CLUSTER = container("cluster", "A container for Redis Cluster commands.", group="cluster",
                     since="3.0.0")
@@ -147,22 +148,32 @@ def cluster_shards(ctx: Ctx, argv: Argv) -> list[RespMap]:
 
 @subcommand(CLUSTER, "settopology", -4, "admin stale noscript", keys="", since="8.10.0",
             summary="Replaces the topology a node holds with a newer one (a controller's).",
-            syntax="epoch:integer node-line [node-line ...]")
+            syntax="epoch:integer [CONTROLLER cluster-id] node-line [node-line ...]")
 def cluster_settopology(ctx: Ctx, argv: Argv) -> str:
     """The whole topology at once, as nodes.conf lines (`CLUSTER NODES`' own, aux fields
     included), each one argument: taken when its epoch is newer than the node's (the same
     epoch with the same topology: OK, a retry), kept in the data directory before the reply,
-    the node's replication set to what it says. Nodes never change their topology otherwise."""
+    the node's replication set to what it says. Nodes never change their topology otherwise.
+    CONTROLLER names the cluster whose controller sends it: from then on the node takes
+    topologies sent under that name only."""
     topology = topology_of(ctx)
     epoch = parse_int(argv[2], "Invalid epoch")
     if epoch < 0:
         raise ReplyError("ERR Invalid epoch")
-    text = "\n".join(arg.decode("utf-8", "surrogateescape") for arg in argv[3:])
+    lines = argv[3:]
+    managed_by = ""
+    if lines[0].upper() == b"CONTROLLER":
+        if len(lines) < 3:
+            raise ReplyError("ERR syntax error")
+        managed_by = _cluster_id(lines[1])
+        lines = lines[2:]
+    text = "\n".join(arg.decode("utf-8", "surrogateescape") for arg in lines)
     try:
         new = parse(text, "the topology", myself_id=topology.myself.id, known=topology)
     except NodesFileError as err:
         raise ReplyError("ERR Invalid topology: " + str(err).removeprefix("the topology: ")) from None
     new.epoch = epoch
+    new.managed_by = managed_by
     refusal = topology.successor_refusal(new)
     if refusal is not None:
         raise ReplyError(refusal)
@@ -170,6 +181,39 @@ def cluster_settopology(ctx: Ctx, argv: Argv) -> str:
         assert topology.keep is not None
         topology.keep(new)
     return "OK"
+
+
+def _cluster_id(arg: bytes) -> str:
+    """A controller's cluster id: a word of letters, digits, '-' and '_' (it is kept on
+    nodes.conf's vars line)."""
+    text = arg.decode("utf-8", "surrogateescape")
+    if not text or len(text) > MAX_CLUSTER_ID or not all(c.isascii() and (c.isalnum() or c in "-_")
+                                                         for c in text):
+        raise ReplyError("ERR Invalid cluster id")
+    return text
+
+
+@subcommand(CLUSTER, "lease", 5, "admin stale loading fast", keys="", since="8.10.0",
+            summary="Renews the lease a controller gives a node it manages; returns the "
+                    "node's epoch and replication offset.",
+            syntax="cluster-id epoch:integer milliseconds:integer")
+def cluster_lease(ctx: Ctx, argv: Argv) -> list[int]:
+    """The controller's probe of a node it manages: a node holding the controller's epoch
+    serves `milliseconds` more (a primary that hears from nobody stops: Topology.fenced);
+    a node holding an older one takes no lease (the controller sends it the topology). The
+    reply: the node's epoch and the log position it holds (what a failover compares)."""
+    topology = topology_of(ctx)
+    cluster_id = _cluster_id(argv[2])
+    epoch = parse_int(argv[3], "Invalid epoch")
+    milliseconds = parse_int(argv[4], "Invalid lease")
+    if epoch < 0 or milliseconds < 0:
+        raise ReplyError("ERR Invalid lease")
+    if topology.managed_by != cluster_id:
+        raise ReplyError(f"ERR this node is not managed by the controller of cluster {cluster_id}")
+    if epoch == topology.epoch:
+        topology.renew(milliseconds)
+    journal = ctx.engine.journal
+    return [topology.epoch, journal.lsn if journal is not None else 0]
 
 
 @subcommand(CLUSTER, "relay", 4, "admin pubsub loading stale fast", keys="", since="8.10.0",

@@ -14,6 +14,7 @@ the topology's file), command semantics (the key specs say which arguments are k
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -75,6 +76,11 @@ class Relaying(Protocol):
     def close(self) -> None: ...
 
 
+# Until when a majority of a primary's replicas vouch for it (engine.services.cluster_node
+# asks the node's replication): (replicas needed, seconds an ACK counts) -> a monotonic time.
+Vouching = Callable[[int, float], float]
+
+
 @dataclass
 class Topology:
     """What a node knows of its cluster: the nodes (`myself` among them), each slot's owner
@@ -99,10 +105,53 @@ class Topology:
     keep: Callable[[Topology], None] | None = field(default=None, compare=False, repr=False)
     # Where a client's PUBLISH goes to the other nodes (engine.services.cluster_relay).
     relay: Relaying | None = field(default=None, compare=False, repr=False)
+    # The cluster whose controller set this topology ("": none; the node decides alone or is
+    # told by anyone with @admin). A managed node takes topologies from that controller only.
+    managed_by: str = ""
+    # A managed primary serves while the controller's lease runs (a monotonic time) or while
+    # a majority of its replicas ACK within cluster-node-timeout (`vouch` asks them): a
+    # primary cut off from both may have been failed over, so it stops as Redis's minority
+    # does (CLUSTERDOWN), and a newer primary never serves beside it for long.
+    lease_until: float = field(default=0.0, compare=False, repr=False)
+    # The controller withdrew the lease (a manual failover: the primary takes no write until
+    # its replica holds its whole log): fenced whoever else vouches, until a lease again.
+    revoked: bool = field(default=False, compare=False, repr=False)
+    node_timeout: float = field(default=15.0, compare=False, repr=False)
+    vouch: Vouching | None = field(default=None, compare=False, repr=False)
+
+    def fenced(self) -> bool:
+        """Whether this node stops serving: a managed primary with replicas that neither the
+        controller's lease nor a majority of its replicas vouch for now."""
+        if not self.managed_by or self.myself.primary is not None:
+            return False
+        if self.revoked:
+            return True
+        now = time.monotonic()
+        if now < self.lease_until:
+            return False
+        replicas = len(self.replicas_of(self.myself.id))
+        if not replicas:
+            return False  # nobody to fail over to: nobody serves beside it
+        if self.vouch is not None:
+            self.lease_until = max(self.lease_until,
+                                   self.vouch(replicas // 2 + 1, self.node_timeout))
+        return now >= self.lease_until
+
+    def renew(self, milliseconds: int) -> None:
+        """The controller's lease: this node serves for `milliseconds` more from now; 0
+        withdraws it (fenced whoever else vouches, until the next lease)."""
+        if milliseconds == 0:
+            self.revoked, self.lease_until = True, 0.0
+            return
+        self.revoked = False
+        self.lease_until = max(self.lease_until, time.monotonic() + milliseconds / 1000)
 
     def successor_refusal(self, new: Topology) -> str | None:
         """Why `new` cannot replace this topology (its error line), or None: an older epoch
         never does; the same epoch only with the same topology (a controller's retry)."""
+        if self.managed_by and new.managed_by != self.managed_by:
+            return (f"ERR this node's topology is managed by the controller of cluster "
+                    f"{self.managed_by}")
         if new.epoch < self.epoch:
             return (f"ERR topology epoch {new.epoch} is older than this node's "
                     f"({self.epoch})")
@@ -121,6 +170,7 @@ class Topology:
         self.allow_reads_when_down = bool(config["cluster-allow-reads-when-down"])
         self.allow_pubsubshard_when_down = bool(config["cluster-allow-pubsubshard-when-down"])
         self.preferred_endpoint = str(config["cluster-preferred-endpoint-type"])
+        self.node_timeout = int(config["cluster-node-timeout"]) / 1000
         me = self.myself
         me.ip = str(config["cluster-announce-ip"]) or me.ip
         me.hostname = str(config["cluster-announce-hostname"])
@@ -147,8 +197,10 @@ class Topology:
     @property
     def ok(self) -> bool:
         """Redis's cluster_state: ok, unless full coverage is required and a slot has no
-        owner."""
-        return not self.require_full_coverage or not self.unowned
+        owner, or the node is fenced (a managed primary nobody vouches for)."""
+        if self.require_full_coverage and self.unowned:
+            return False
+        return not self.managed_by or not self.fenced()
 
     def assign(self, first: int, last: int, owner: str | None) -> None:
         """Slots first..last (inclusive) to `owner` (a node's id; None: nobody)."""
@@ -420,7 +472,8 @@ def render(topology: Topology) -> str:
     node (this one's first), then the vars line."""
     nodes = [topology.myself, *(n for n in topology.nodes.values() if n is not topology.myself)]
     lines = [node_line(topology, node, aux=True) for node in nodes]
-    lines.append(f"vars currentEpoch {topology.epoch} lastVoteEpoch 0")
+    managed = f" controller {topology.managed_by}" if topology.managed_by else ""
+    lines.append(f"vars currentEpoch {topology.epoch} lastVoteEpoch 0{managed}")
     return "\n".join(lines) + "\n"
 
 
@@ -436,6 +489,7 @@ def parse(text: str, path: str, myself_id: str | None = None,
     owners: list[str | None] = [None] * SLOTS
     myself: ClusterNode | None = None
     epoch = 0
+    managed_by = ""
     for number, line in enumerate(text.splitlines(), 1):
         words = line.split()
         if not words:
@@ -445,6 +499,7 @@ def parse(text: str, path: str, myself_id: str | None = None,
             if words[0] == "vars":
                 fields = dict(zip(words[1::2], words[2::2], strict=False))
                 epoch = int(fields.get("currentEpoch", "0"))
+                managed_by = fields.get("controller", "")
                 continue
             node, is_myself, slots = _node_of(words)
         except (ValueError, IndexError) as err:
@@ -477,7 +532,7 @@ def parse(text: str, path: str, myself_id: str | None = None,
             node.shard_id = (before.shard_id if before is not None
                              else nodes[node.primary].shard_id if node.primary is not None
                              else new_id())
-    return Topology(myself, nodes, owners, epoch)
+    return Topology(myself, nodes, owners, epoch, managed_by=managed_by)
 
 
 def _port(text: str) -> int:
@@ -518,5 +573,5 @@ def routed(spec: CommandSpec) -> bool:
 
 
 __all__ = ["BY_SPECS", "CROSSSLOT", "DOWN", "DOWN_READ_ONLY", "FIRST_KEY", "MAX_NODES", "NO_KEYS",
-           "UNBOUND", "ClusterNode", "NodesFileError", "SlotKeys", "Topology", "alone", "new_id",
-           "node_line", "parse", "render", "routed", "slot_plan"]
+           "UNBOUND", "ClusterNode", "NodesFileError", "SlotKeys", "Topology", "Vouching", "alone",
+           "new_id", "node_line", "parse", "render", "routed", "slot_plan"]

@@ -211,6 +211,11 @@ class Replication(Protocol):
         now if they are reached already, or if `block` is false)."""
         ...
 
+    def vouched_until(self, needed: int, seconds: float) -> float:
+        """Until when (a monotonic time) `needed` replicas are known to follow this primary:
+        the `needed`-th latest ACK of a replica online, plus `seconds`; 0 with fewer."""
+        ...
+
     def info_fields(self) -> Fields:
         """INFO replication."""
         ...

@@ -738,7 +738,7 @@ _PARAMS: list[Param] = [
           summary="serve as a Redis Cluster node: keys routed by hash slot (alone: every slot)"),
     Param("cluster-config-file", "string", "nodes.conf", mutable=False,
           summary="the file in the data directory that keeps the node's id and topology"),
-    Param("cluster-node-timeout", "int", 15000, hi=LLONG_MAX,
+    Param("cluster-node-timeout", "int", 15000, hi=LLONG_MAX, hook=_apply_cluster,
           summary="milliseconds without an answer after which a node counts as failing"),
     Param("cluster-port", "int", 0, mutable=False, hi=65535,
           summary="the cluster bus port shown for this node (0: port + 10000); no bus listens"),

@@ -13,7 +13,15 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Final
 
-from streamkeep.engine.exec.cluster import ClusterNode, Topology, alone, new_id, parse, render
+from streamkeep.engine.exec.cluster import (
+    ClusterNode,
+    Topology,
+    Vouching,
+    alone,
+    new_id,
+    parse,
+    render,
+)
 from streamkeep.engine.services.cluster_relay import Relay
 
 if TYPE_CHECKING:
@@ -39,6 +47,7 @@ def attach(engine: EngineState, port: int, tls_port: int = 0) -> Topology:
     topology.slot_keys.rebuild(engine.keyspaces)
     topology.keep = lambda new: keep(engine, new)
     topology.relay = Relay(engine)
+    topology.vouch = _vouching(engine)
     engine.cluster = topology
     if path is not None:
         save(engine, topology)
@@ -58,9 +67,24 @@ def keep(engine: EngineState, new: Topology) -> None:
     new.configure(engine.config)
     new.keep = old.keep
     new.relay = old.relay
+    new.vouch = old.vouch
+    new.lease_until, new.revoked = old.lease_until, old.revoked
     save(engine, new)
     engine.cluster = new
     follow(engine, new, old)
+
+
+def _vouching(engine: EngineState) -> Vouching:
+    """How a managed primary asks its replicas whether they still follow it: until when
+    `needed` of them are known to (each ACK counts for `seconds`); 0 without replication."""
+
+    def vouched_until(needed: int, seconds: float) -> float:
+        replication = engine.replication
+        if replication is None:
+            return 0.0
+        return replication.vouched_until(needed, seconds)
+
+    return vouched_until
 
 
 def detach(engine: EngineState) -> None:

@@ -9,8 +9,10 @@ Must not touch: the servers' processes (tools/servers.py) or what the commands m
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -117,6 +119,21 @@ class RespTarget:
 
     def close(self) -> None:
         self._die()
+
+    def abort(self) -> None:
+        """Close with a reset: what is still in the socket's send buffer is dropped, never
+        delivered later (a controller's lease must not arrive after it gave the node up)."""
+        sock = self._sock
+        if sock is not None:
+            with contextlib.suppress(OSError):  # (closed anyway)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self._die()
+
+    def set_timeout(self, seconds: float) -> None:
+        """How long a reply may take from now on."""
+        self.timeout = seconds
+        if self._sock is not None:
+            self._sock.settimeout(seconds)
 
     def __enter__(self) -> RespTarget:
         return self

@@ -19,6 +19,8 @@ from streamkeep.engine.exec.cluster import (
     Topology,
     alone,
     node_line,
+    parse,
+    render,
     routed,
 )
 from streamkeep.engine.exec.context import Session
@@ -248,3 +250,62 @@ def test_a_topology_text_from_a_careless_or_hostile_client_is_refused_cleanly():
     for address in ("h:99999999@1", "h:1@70000", "h:1@1,tls-port=70000", "h:-1@1"):
         with pytest.raises(NodesFileError, match="line 1"):
             parse(f"{'a' * 40} {address} myself,master - 0 0 0 connected", "the topology")
+
+
+def managed_pair() -> Topology:
+    """ME a managed primary of every slot, OTHER its replica."""
+    me, other = fresh(ME), fresh(OTHER)
+    other.primary = me.id
+    return Topology(me, {me.id: me, other.id: other}, [me.id] * SLOTS, 3, managed_by="c1")
+
+
+def test_a_managed_primary_nobody_vouches_for_stops_serving():
+    """A primary cut off from its controller (no lease) and from its replicas (none ACKs) may
+    have been failed over: it answers CLUSTERDOWN until one of them vouches for it again."""
+    topology = managed_pair()
+    asked: list[tuple[int, float]] = []
+    vouched = [0.0]
+
+    def vouch(needed: int, seconds: float) -> float:
+        asked.append((needed, seconds))
+        return vouched[0]
+
+    topology.vouch = vouch
+    topology.node_timeout = 2.0
+    assert topology.fenced() and not topology.ok
+    assert judge(topology, "SET", "k", "v") == DOWN
+    assert asked[-1] == (1, 2.0)  # the one replica, for the node's timeout
+    topology.renew(60_000)  # the controller's lease
+    assert not topology.fenced() and judge(topology, "SET", "k", "v") is None
+    topology.lease_until = 0.0
+    vouched[0] = float("inf")  # the replica ACKs
+    assert not topology.fenced()
+    topology.renew(0)  # withdrawn (a manual failover): fenced whoever vouches
+    assert topology.fenced() and judge(topology, "GET", "k") == DOWN
+    topology.renew(1_000)
+    assert not topology.fenced()
+
+
+def test_only_a_managed_primary_with_replicas_is_ever_fenced():
+    alone_primary = managed_pair()
+    del alone_primary.nodes[OTHER.id]
+    replica = managed_pair()
+    replica.myself = replica.nodes[OTHER.id]
+    unmanaged = managed_pair()
+    unmanaged.managed_by = ""
+    for topology in (alone_primary, replica, unmanaged):
+        assert not topology.fenced()
+
+
+def test_a_managed_topology_keeps_its_controller_and_takes_no_other():
+    topology = managed_pair()
+    text = render(topology)
+    assert text.splitlines()[-1] == "vars currentEpoch 3 lastVoteEpoch 0 controller c1"
+    again = parse(text, "nodes.conf")
+    assert again.managed_by == "c1" and again.epoch == 3
+    newer = parse(text, "t", myself_id=ME.id)
+    newer.epoch, newer.managed_by = 4, ""  # (what CLUSTER SETTOPOLOGY without CONTROLLER sets)
+    assert topology.successor_refusal(newer) == (
+        "ERR this node's topology is managed by the controller of cluster c1")
+    newer.managed_by = "c1"
+    assert topology.successor_refusal(newer) is None

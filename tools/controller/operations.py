@@ -1,0 +1,205 @@
+"""`streamkeep cluster`'s changes to a cluster: add-node, remove-node, failover, and create
+under a controller; and `streamkeep cluster controller` itself.
+
+Owns where a change goes: with `--etcd`, into the cluster's record (a compare-and-swap at the
+next epoch; the leading controller pushes it, and the command waits until every node holds it),
+or a manual failover as a request to the leading controller; without, straight to the nodes
+(the topology at the next epoch set on each with CLUSTER SETTOPOLOGY, as `create` does). Must
+not touch: the topology's shape (tools.controller.plans), the record's bytes
+(tools.controller.record).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from streamkeep.tools.controller import plans, record
+
+if TYPE_CHECKING:
+    import argparse
+
+    from streamkeep.engine.exec.cluster import Topology
+    from streamkeep.tools.controller.etcd import Etcd
+
+PUSH_TIMEOUT: Final = 30.0  # seconds for the controller to bring every node to a new epoch
+FAILOVER_TIMEOUT: Final = 60.0  # seconds for a manual failover's answer
+
+
+def etcd_of(args: argparse.Namespace) -> Etcd:
+    from streamkeep.tools.controller.etcd import Etcd
+
+    return Etcd(args.etcd)
+
+
+def create_managed(args: argparse.Namespace, topology: Topology) -> Topology:
+    """A new cluster's topology committed in etcd; back when every node holds it."""
+    etcd = etcd_of(args)
+    try:
+        made = record.create(etcd, args.cluster, topology)
+    finally:
+        etcd.close()
+    wait_for_epoch(made.topology, made.epoch)
+    return made.topology
+
+
+def change(args: argparse.Namespace, plan: Callable[[Topology], Topology]) -> Topology:
+    """`plan` applied to the cluster's topology at the next epoch: committed in etcd (the
+    controller pushes it) or, without --etcd, set on every node; back when every node of the
+    new topology holds it."""
+    from streamkeep.tools.cluster import NodeError, topology_of
+
+    if args.etcd:
+        etcd = etcd_of(args)
+        try:
+            for _attempt in range(10):
+                current = record.load(etcd, args.cluster)
+                if current is None:
+                    raise NodeError(f"cluster {args.cluster} has no topology in {args.etcd} "
+                                    "(make it with `cluster create --etcd`)")
+                committed = record.commit(etcd, args.cluster, current, plan(current.topology))
+                if committed is not None:
+                    break
+            else:
+                raise NodeError("the topology kept changing under the command; try again")
+        finally:
+            etcd.close()
+        wait_for_epoch(committed.topology, committed.epoch)
+        return committed.topology
+    if not args.node:
+        raise ValueError("give --node HOST:PORT (any node of the cluster) or --etcd URL")
+    topology = topology_of(args.node)
+    if topology.managed_by:
+        raise NodeError(f"{args.node}: its cluster is managed by the controller of cluster "
+                        f"{topology.managed_by}: give --etcd")
+    new = plan(topology)
+    new.epoch = topology.epoch + 1
+    _push(new, [*topology.nodes.values(), *new.nodes.values()])
+    return new
+
+
+def _push(topology: Topology, members: list[Any]) -> None:
+    from streamkeep.tools.cluster import Node, NodeError
+    from streamkeep.tools.controller.control import record_lines
+
+    lines = record_lines(topology)
+    done = set()
+    for member in members:
+        where = f"{member.ip or '127.0.0.1'}:{member.port}"
+        if member.id in done:
+            continue
+        done.add(member.id)
+        node = Node(where)
+        try:
+            if member.id in topology.nodes:
+                node.call("CLUSTER", "SETTOPOLOGY", topology.epoch, *lines)
+        except NodeError:
+            if member.id in topology.nodes:
+                raise
+        finally:
+            node.close()
+
+
+def wait_for_epoch(topology: Topology, epoch: int) -> None:
+    """Until every node of `topology` holds `epoch` or a newer one (the controller pushes)."""
+    from streamkeep.tools.cluster import Node, NodeError, epoch_of
+
+    deadline = time.monotonic() + PUSH_TIMEOUT
+    for member in topology.nodes.values():
+        where = f"{member.ip or '127.0.0.1'}:{member.port}"
+        while True:
+            try:
+                node = Node(where)
+                try:
+                    if epoch_of(node) >= epoch:
+                        break
+                finally:
+                    node.close()
+            except NodeError:
+                pass
+            if time.monotonic() > deadline:
+                raise NodeError(f"{where} does not hold epoch {epoch} after {PUSH_TIMEOUT:g} s: "
+                                "is a `streamkeep cluster controller` running for this cluster?")
+            time.sleep(0.1)
+
+
+def add_node(args: argparse.Namespace) -> dict[str, Any]:
+    from streamkeep.engine.exec.cluster import ClusterNode
+    from streamkeep.tools.cluster import Node, NodeError, own_bus_port, report_of
+
+    node = Node(args.new_node)
+    try:
+        if int(node.call("DBSIZE")):
+            raise NodeError(f"{node.address}: holds keys (a new node is empty)")
+        member = ClusterNode(node.text("CLUSTER", "MYID"), node.host, node.port,
+                             own_bus_port(node), node.text("CLUSTER", "MYSHARDID"))
+    finally:
+        node.close()
+
+    def plan(topology: Topology) -> Topology:
+        primary = plans.find(topology, args.replica_of).id if args.replica_of else None
+        return plans.with_node(topology, member, primary)
+
+    return report_of(change(args, plan), {})
+
+
+def remove_node(args: argparse.Namespace) -> dict[str, Any]:
+    from streamkeep.tools.cluster import report_of
+
+    def plan(topology: Topology) -> Topology:
+        return plans.without_node(topology, plans.find(topology, args.gone).id)
+
+    return report_of(change(args, plan), {})
+
+
+def failover(args: argparse.Namespace) -> dict[str, Any]:
+    """A replica made its shard's primary: with --etcd, by the leading controller (nothing
+    lost: the primary stops taking writes until the replica holds its whole log); without,
+    only with --force (no controller fences the old primary)."""
+    if args.etcd:
+        from streamkeep.tools.controller.control import ask
+
+        etcd = etcd_of(args)
+        try:
+            return ask(etcd, args.cluster, {"op": "failover", "node": args.replica,
+                                            "force": args.force}, FAILOVER_TIMEOUT)
+        finally:
+            etcd.close()
+    if not args.force:
+        raise ValueError("without --etcd a failover is a takeover: nothing fences the old "
+                         "primary, so writes it acknowledged since the replica's last "
+                         "position may be lost; give --force to do it anyway")
+    from streamkeep.tools.cluster import report_of
+
+    def plan(topology: Topology) -> Topology:
+        return plans.failed_over(topology, plans.find(topology, args.replica).id)
+
+    args.node = args.node or args.replica
+    return report_of(change(args, plan), {})
+
+
+def run_controller(args: argparse.Namespace) -> int:
+    """`streamkeep cluster controller`: lead (or wait to lead) until SIGINT or SIGTERM."""
+    from streamkeep.tools.controller.control import Controller
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s controller: %(message)s")
+    etcd = etcd_of(args)
+    controller = Controller(etcd, args.cluster, args.name)
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: controller.stop())
+    try:
+        controller.run()
+    finally:
+        etcd.close()
+    return 0
+
+
+__all__ = ["add_node", "change", "create_managed", "failover", "remove_node", "run_controller",
+           "wait_for_epoch"]
