@@ -51,7 +51,7 @@ class Member(NamedTuple):
     peer_urls: tuple[str, ...]
 
 
-class _NoAnswer(Exception):
+class _NoAnswer(StreamkeepError):
     """An endpoint did not answer as etcd does; `sent`: the request may have reached it."""
 
     def __init__(self, reason: str, sent: bool) -> None:
