@@ -9,7 +9,7 @@ PIP   = $(VPY) -m pip
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
 .PHONY: venv dev run demo test soak lint docs kernels bench crashbench export-demo clean redis-server lua-headers \
-	redis-sentinel redis-exporter iproute2 iptables java disk-tools crcmod-check chromium
+	redis-sentinel redis-exporter iproute2 iptables java disk-tools crcmod-check chromium etcd
 
 # ---------------------------------------------------------------- environments
 
@@ -47,7 +47,7 @@ $(VENV)/.stamp-compiled: $(COMPILED) | $(VENV)/.stamp-run
 	touch $@
 
 dev: $(VENV)/.stamp-dev $(VENV)/.stamp-compiled redis-server redis-sentinel redis-exporter iproute2 iptables java \
-	disk-tools crcmod-check chromium
+	disk-tools crcmod-check chromium etcd
 
 # The compiled Lua host (engine/exec/_lua_host_c.pyx) links the system's Lua 5.1, the Lua
 # Redis embeds. Without its headers that kernel is left out and scripts run on lupa's Lua
@@ -89,6 +89,12 @@ redis-exporter:
 # tests/ha: three real Sentinels fail a streamkeep primary over.
 redis-sentinel:
 	$(call apt_tool,redis-sentinel,redis-sentinel)
+
+# The cluster controller keeps the cluster's topology in etcd; its tests start a real etcd
+# (Debian's etcd-server, etcd 3.4) and etcdctl comes with etcd-client. The package's service is
+# not used: the tests start their own etcd in a directory of their own.
+etcd:
+	$(call apt_tool,etcd,etcd-server etcd-client)
 
 # The disk-full and failing-device tests mount a small tmpfs and ext4 on a loop device.
 disk-tools:

@@ -1,10 +1,11 @@
-"""A server as a child process: ``streamkeep serve`` (a primary or a replica) and redis-server,
-for the bench, the crash bench and the tests.
+"""A server as a child process: ``streamkeep serve`` (a primary or a replica), redis-server and
+etcd (the cluster controller's store), for the bench, the crash bench and the tests.
 
 Owns one server process's life: its command line (and config lines, written to a file beside
 its data directory), where its output goes (a log file beside the data directory, or collected
 in memory), when it is ready (it answers PING with PONG: not refused, not -LOADING, not left
-unanswered while ``streamkeep serve`` replays; or a line of its output says so), its pid, CPU
+unanswered while ``streamkeep serve`` replays; or a line of its output says so; etcd: it
+lists itself as a member and serves a read), its pid, CPU
 time and resident set, and its end: `kill` SIGKILLs it with everything it forked (it leads a
 process group of its own: a compaction or rewrite child dies with it, as in a power loss),
 `stop` asks first (SIGTERM) and waits a bounded time, `wait` waits for an exit it was asked
@@ -40,6 +41,7 @@ from typing import IO, Any, Self
 
 from streamkeep.engine.wire.errors import StreamkeepError
 from streamkeep.tools import temporaries
+from streamkeep.tools.controller.etcd import Etcd, EtcdError
 from streamkeep.tools.crashbench.client import RespTarget
 from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
 
@@ -53,6 +55,8 @@ POLL = 0.01
 # waited for the replay's end would find it ready when the moment to kill it has passed. A
 # busy server that answers later is simply probed again.
 PROBE_TIMEOUT = 0.1
+# etcd's read waits for a leader: a probe waits longer than PING's, and is made again if not
+ETCD_PROBE_TIMEOUT = 0.5
 ATTEMPTS = 5  # starts on a fresh port when the one chosen was taken before the server bound it
 LISTENING = " listening on "  # streamkeep serve's line once it listens
 
@@ -286,15 +290,22 @@ class ServerProcess:
             self.spawn()
             if self.wait_ready():
                 return self
-            if self.alive or self.fixed_port or self.starts > 1 \
-                    or "Address already in use" not in self.output(since_start=True):
+            if self.alive or self.fixed_port or self.starts > 1 or not self.port_taken():
                 break
             self.kill()
             self.starts = 0
-            self.port = free_port()
+            self.choose_ports()
         self.kill()
         raise ServerFailed(f"{self.name} did not start on port {self.port}: "
                            f"{self.log_tail(10) or 'no output'}")
+
+    def port_taken(self) -> bool:
+        """Its output since the start says a port it was to listen on was taken."""
+        return "address already in use" in self.output(since_start=True).lower()
+
+    def choose_ports(self) -> None:
+        """Free ports again, after a start that found one taken."""
+        self.port = free_port()
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Poll until it is ready; False if the process exits or `timeout` passes first."""
@@ -535,3 +546,77 @@ class RedisServer(ServerProcess):
             return self.info("server").get("redis_version", "?")
         except (ConnectionLost, CommandFailed):
             return "?"
+
+
+class EtcdServer(ServerProcess):
+    """etcd (3.4: Debian's etcd-server) on `data_dir`, a member `name` of a cluster: its
+    clients on `port` (`url`), its peers on `peer_port` (`peer_url`), both free ports unless
+    given. `initial_cluster` ("name=peer-url,...") is the cluster's members at its first start
+    (default: this member alone), `cluster_state` "new" or "existing", `cluster_token` the
+    cluster's token (default: the member's name); a start on a data directory that has
+    data ignores the three. `kill` keeps the data: `start` again restarts the member on the
+    same ports and data. `extra` more arguments. Ready when it lists itself among the members
+    (not another process on its port) and serves a linearizable read (it has a leader)."""
+
+    name = "etcd"
+
+    def __init__(self, data_dir: str, port: int | None = None, *,
+                 peer_port: int | None = None, name: str | None = None,
+                 initial_cluster: str | None = None, cluster_state: str = "new",
+                 cluster_token: str | None = None, binary: str = "etcd",
+                 extra: Sequence[str] = (), **options: Any) -> None:
+        super().__init__(data_dir, port, **options)
+        path = shutil.which(binary)
+        if path is None:
+            raise ServerFailed(f"{binary} not found on PATH (make dev installs Debian's "
+                               f"etcd-server)")
+        self.binary = path
+        self.peer_port = free_port() if peer_port is None else peer_port
+        self.fixed_port = self.fixed_port or peer_port is not None
+        # A name of its own: the member list tells this member from another on the port.
+        self.member_name = name or f"{os.path.basename(self.data_dir) or 'etcd'}-{os.getpid()}"
+        self.initial_cluster = initial_cluster
+        self.cluster_state = cluster_state
+        self.cluster_token = cluster_token
+        self.extra = tuple(extra)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def peer_url(self) -> str:
+        return f"http://{self.host}:{self.peer_port}"
+
+    def choose_ports(self) -> None:
+        self.port, self.peer_port = free_port(), free_port()
+
+    def spawn(self) -> None:
+        os.makedirs(os.path.dirname(self.data_dir), exist_ok=True)
+        super().spawn()
+
+    def command(self) -> list[str]:
+        cluster = self.initial_cluster or f"{self.member_name}={self.peer_url}"
+        return [self.binary, "--name", self.member_name, "--data-dir", self.data_dir,
+                "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
+                "--listen-peer-urls", self.peer_url,
+                "--initial-advertise-peer-urls", self.peer_url,
+                "--initial-cluster", cluster, "--initial-cluster-state", self.cluster_state,
+                "--initial-cluster-token", self.cluster_token or self.member_name,
+                "--logger", "zap", "--log-level", "warn", *self.extra]
+
+    def client(self, timeout: float = 2.0) -> Etcd:
+        """A client of this member alone."""
+        return Etcd(self.url, timeout)
+
+    def ready(self) -> bool:
+        if not self.alive:
+            return False
+        try:
+            with self.client(timeout=ETCD_PROBE_TIMEOUT) as etcd:
+                if self.member_name not in {m.name for m in etcd.members()}:
+                    return False
+                etcd.get("ready")  # a linearizable read: it has a leader
+                return True
+        except EtcdError:
+            return False
