@@ -161,7 +161,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="do not wait for the primary (it is gone); without --etcd: a "
                            "takeover, which may lose what the primary acknowledged last")
     for p in (add, remove, fail):
-        p.add_argument("--node", type=_address, metavar="HOST:PORT", default="",
+        p.add_argument("--node", type=_address, metavar="HOST:PORT", default=None,
                        help="any node of the cluster (without --etcd)")
         p.add_argument("--json", action="store_true", help="the result as JSON")
         _managed(p)

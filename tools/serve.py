@@ -101,6 +101,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-config-file", metavar="FILE",
                         help="the node's id and topology, in the data directory (default "
                              "nodes.conf)")
+    parser.add_argument("--cluster-node-timeout", metavar="MS",
+                        help="milliseconds without an answer after which a controller fails a "
+                             "node over (default 15000)")
     parser.add_argument("--config", metavar="FILE",
                         help="config file in redis.conf syntax (options below override it)")
     parser.add_argument("--loglevel", choices=("debug", "verbose", "notice", "warning"),
@@ -143,7 +146,7 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
                  "masterauth", "aof_segment_max_bytes", "unixsocket", "unixsocketperm",
                  "masteruser", "tls_port", "tls_cert_file", "tls_key_file", "tls_ca_cert_file",
                  "tls_auth_clients", "tls_replication", "cluster_enabled",
-                 "cluster_config_file"):
+                 "cluster_config_file", "cluster_node_timeout"):
         value = getattr(args, name, None)
         if value is not None:
             settings[name.replace("_", "-") if name.startswith(("tls_", "master", "cluster_"))

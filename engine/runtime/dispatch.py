@@ -124,8 +124,8 @@ class Dispatch:
         plan = entry.slot_plan
         if cluster is None or session.from_primary or plan == NO_KEYS:
             return
-        if plan == FIRST_KEY and cluster.whole:  # a node alone: any one key is its own
-            return
+        if plan == FIRST_KEY and cluster.whole and not cluster.managed_by:
+            return  # a node alone: any one key is its own (a managed one may be fenced)
         spec = entry.spec
         queued = None
         if spec.name == "exec":

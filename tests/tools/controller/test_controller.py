@@ -1,0 +1,249 @@
+"""A cluster run by `streamkeep cluster controller` over a real etcd: the topology committed
+there and pushed to the nodes, a managed node refusing anyone else's topology, a primary
+killed and failed over with every write acknowledged by WAIT kept (the old primary, back, a
+replica that dropped what the new primary never had), a second controller taking over from a
+killed leader, a manual failover that loses nothing under writes, nodes added and removed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from streamkeep.engine.model.keyslot import key_slot
+from streamkeep.tools.controller import record
+from streamkeep.tools.controller.etcd import Etcd
+from tests.support.etcd import etcd  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.redis
+
+TIMEOUT_MS = "1000"  # cluster-node-timeout: failovers within a few seconds
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "streamkeep", "cluster", *args],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+class Controllers:
+    """`streamkeep cluster controller` child processes, every one killed at the end."""
+
+    def __init__(self, url: str, cluster: str) -> None:
+        self.url, self.cluster = url, cluster
+        self.running: list[subprocess.Popen[bytes]] = []
+
+    def start(self, name: str) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamkeep", "cluster", "controller", "--etcd", self.url,
+             "--cluster", self.cluster, "--name", name],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.running.append(process)
+        return process
+
+    def close(self) -> None:
+        for process in self.running:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def controllers(etcd: Any, request: Any) -> Iterator[Controllers]:  # noqa: F811
+    made = Controllers(etcd.url, request.node.name.replace("[", "-").replace("]", "")[-40:])
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def start_nodes(spawn: Any, tmp_path: Any, count: int) -> list[Any]:
+    return [spawn(tmp_path / f"n{i}", "--cluster-enabled", "yes", "--cluster-node-timeout",
+                  TIMEOUT_MS, "--appendfsync", "always") for i in range(count)]
+
+
+def address(server: Any) -> str:
+    return f"127.0.0.1:{server.port}"
+
+
+def create(controllers: Controllers, servers: list[Any], replicas: int) -> None:
+    made = cli("create", "--etcd", controllers.url, "--cluster", controllers.cluster,
+               "--replicas", str(replicas), *map(address, servers))
+    assert made.returncode == 0, made.stderr
+
+
+def role(server: Any) -> bytes:
+    return server.client().execute_command("ROLE")[0]
+
+
+def wait_until(predicate: Any, attempts: int = 600) -> None:
+    """Until `predicate()` holds, bounded by attempts (a tenth of a second apart)."""
+    event = threading.Event()
+    for _ in range(attempts):
+        if predicate():
+            return
+        event.wait(0.1)
+    raise AssertionError("never happened")
+
+
+def key_of(server_slots: list[tuple[int, int]], n: int) -> str:
+    """The n-th key whose slot is in `server_slots`."""
+    found = 0
+    for i in range(1_000_000):
+        key = f"k{i}"
+        slot = key_slot(key.encode())
+        if any(a <= slot <= b for a, b in server_slots):
+            if found == n:
+                return key
+            found += 1
+    raise AssertionError("no key")
+
+
+def test_a_killed_primary_is_failed_over_and_nothing_acknowledged_is_lost(
+        spawn, tmp_path, controllers):
+    servers = start_nodes(spawn, tmp_path, 4)  # two primaries, a replica each
+    controllers.start("c1")
+    create(controllers, servers, 1)
+    first, _second, first_replica, _ = servers
+    client = first.client()
+    # A managed node takes no topology from anyone but its controller.
+    lines = client.execute_command("CLUSTER", "NODES").decode().splitlines()
+    with pytest.raises(redis.ResponseError, match="managed by the controller of cluster"):
+        client.execute_command("CLUSTER", "SETTOPOLOGY", 99, *lines)
+    slots = [(int(a), int(b)) for a, b in
+             (word.split("-") for word in next(line for line in lines if "myself" in line)
+              .split()[8:])]
+    acknowledged = []
+    for n in range(200):
+        key = key_of(slots, n)
+        client.set(key, n)
+        assert client.execute_command("WAIT", 1, 5000) == 1
+        acknowledged.append(key)
+    first.kill()
+    # The replica is promoted: it holds every write WAIT acknowledged.
+    wait_until(lambda: role(first_replica) == b"master")
+    promoted = first_replica.client()
+    wait_until(lambda: _writable(promoted, acknowledged[0]))
+    assert [promoted.get(key) for key in acknowledged] == [str(n).encode() for n in range(200)]
+    # The old primary, back, is a replica of the new one.
+    port = first.port
+    again = spawn(tmp_path / "n0", "--cluster-enabled", "yes", "--cluster-node-timeout",
+                  TIMEOUT_MS, "--port", str(port), port=port)
+    wait_until(lambda: role(again) == b"slave")
+    wait_until(lambda: again.client().execute_command("ROLE")[3] == b"connected")
+    etcd_client = Etcd(controllers.url)
+    try:
+        current = record.load(etcd_client, controllers.cluster)
+    finally:
+        etcd_client.close()
+    assert current is not None and current.epoch >= 2
+    checked = cli("check", address(first_replica))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def _writable(client: Any, key: str) -> bool:
+    try:
+        client.set(key + "-probe", "1")
+    except redis.RedisError:
+        return False
+    return True
+
+
+def test_a_primary_nobody_vouches_for_refuses_writes(spawn, tmp_path, controllers):
+    """Its controller gone and its replica gone, a managed primary stops after its timeout
+    (the replica may have been promoted elsewhere), and serves again once either is back."""
+    servers = start_nodes(spawn, tmp_path, 2)
+    controller = controllers.start("c1")
+    create(controllers, servers, 1)
+    primary, replica = servers
+    client = primary.client()
+    client.set("a", "1")
+    controller.send_signal(signal.SIGSTOP)  # the controller unheard of
+    try:
+        replica.kill()
+        wait_until(lambda: not _writable(client, "a"))
+        with pytest.raises(redis.ResponseError, match="^The cluster is down"):
+            client.set("a", "2")
+    finally:
+        controller.send_signal(signal.SIGCONT)
+    wait_until(lambda: _writable(client, "a"))
+
+
+def test_a_second_controller_takes_over_a_killed_leader(spawn, tmp_path, controllers):
+    servers = start_nodes(spawn, tmp_path, 4)
+    leader = controllers.start("c1")
+    create(controllers, servers, 1)
+    controllers.start("c2")
+    leader.send_signal(signal.SIGKILL)
+    leader.wait()
+    etcd_client = Etcd(controllers.url)
+    try:
+        wait_until(lambda: (etcd_client.get(record.key(controllers.cluster, "leader"))
+                            or (b"",))[0] == b"c2")
+    finally:
+        etcd_client.close()
+    servers[1].kill()  # the second primary: c2 fails it over
+    wait_until(lambda: role(servers[3]) == b"master")
+
+
+def test_a_manual_failover_under_writes_loses_nothing(spawn, tmp_path, controllers):
+    servers = start_nodes(spawn, tmp_path, 2)
+    controllers.start("c1")
+    create(controllers, servers, 1)
+    primary, replica = servers
+    stop = threading.Event()
+    written: list[int] = []
+
+    def write() -> None:
+        client = redis.Redis(port=primary.port)
+        n = 0
+        while not stop.is_set():
+            try:
+                client.rpush("log", n)
+            except redis.RedisError:
+                break  # fenced, then a replica: MOVED / CLUSTERDOWN
+            written.append(n)
+            n += 1
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    wait_until(lambda: len(written) > 100)
+    switched = cli("failover", "--etcd", controllers.url, "--cluster", controllers.cluster,
+                   address(replica))
+    stop.set()
+    writer.join()
+    assert switched.returncode == 0, switched.stderr
+    assert role(replica) == b"master"
+    wait_until(lambda: role(primary) == b"slave")
+    kept = [int(v) for v in replica.client().lrange("log", 0, -1)]
+    assert kept[:len(written)] == written  # every acknowledged push, in order
+
+
+def test_nodes_are_added_and_removed_through_etcd(spawn, tmp_path, controllers):
+    servers = start_nodes(spawn, tmp_path, 3)
+    controllers.start("c1")
+    create(controllers, servers[:1], 0)
+    added = cli("add-node", "--etcd", controllers.url, "--cluster", controllers.cluster,
+                address(servers[1]), "--replica-of", address(servers[0]))
+    assert added.returncode == 0, added.stderr
+    wait_until(lambda: servers[1].client().execute_command("ROLE")[3] == b"connected")
+    empty = cli("add-node", "--etcd", controllers.url, "--cluster", controllers.cluster,
+                address(servers[2]))
+    assert empty.returncode == 0, empty.stderr
+    assert b"master" in servers[2].client().execute_command("CLUSTER", "NODES")
+    refused = cli("remove-node", "--etcd", controllers.url, "--cluster", controllers.cluster,
+                  address(servers[0]))
+    assert refused.returncode == 2 and "serves slots" in refused.stderr
+    for gone in servers[1:]:
+        removed = cli("remove-node", "--etcd", controllers.url, "--cluster",
+                      controllers.cluster, address(gone))
+        assert removed.returncode == 0, removed.stderr
+    nodes = servers[0].client().execute_command("CLUSTER", "NODES").decode().splitlines()
+    assert len(nodes) == 1
+    assert os.path.exists(tmp_path / "n0" / "nodes.conf")
