@@ -28,6 +28,7 @@ from streamkeep.tools.bench import (
     workqueue,
 )
 from streamkeep.tools.bench import cluster as bench_cluster
+from streamkeep.tools.bench import failover as bench_failover
 from streamkeep.tools.bench.declarations import (
     Benchmark,
     Figure,
@@ -433,6 +434,8 @@ def _node_set(server_of: ServerOf) -> Callable[[Any], Any]:
 # on two cores, redis-benchmark beside them), at least; and / two redis-server primaries.
 CLUSTER_SCALING_TARGET = 1.4
 CLUSTER_VS_REDIS_TARGET = 0.5
+# A primary's SIGKILL until its slots take writes at its promoted replica, at most (seconds).
+FAILOVER_TARGET = 5.0
 SCALING = f"redis-benchmark --cluster -c {SERVER_CLIENTS} -P {bench_cluster.PIPELINE}"
 
 CLUSTER = Section("cluster", (
@@ -448,6 +451,10 @@ CLUSTER = Section("cluster", (
           ("one", "one streamkeep node", 1, False),
           ("two", "two streamkeep primaries", 2, False),
           ("redis_two", "two redis-server primaries", 2, True))),
+    Benchmark("failover", f"failover under a controller (etcd), cluster-node-timeout "
+                          f"{bench_failover.NODE_TIMEOUT_MS} ms: a primary SIGKILLed until "
+                          f"its slots take writes at the new one, {bench_failover.ROUNDS} "
+                          f"rounds", bench_failover.failover),
 ), figures=(
     ratio("XADD -P 16: cluster node / plain server", "xadd_p16", "plain_xadd_p16",
           CLUSTER_NODE_TARGET),
@@ -457,6 +464,9 @@ CLUSTER = Section("cluster", (
               f"{command}_two", f"{command}_one", CLUSTER_SCALING_TARGET),
         ratio(f"{command.upper()} --cluster: two streamkeep primaries / two redis-server ones",
               f"{command}_two", f"{command}_redis_two", CLUSTER_VS_REDIS_TARGET))),
+    extra("failover: SIGKILL to writes at the new primary, median of the rounds", "failover",
+          "median_s", unit=" s", target=FAILOVER_TARGET, at_most=True),
+    extra("failover: the worst round", "failover", "worst_s", unit=" s"),
 ))
 
 # `bench --compare-pure`: compiled over pure-Python rate per row, each round at least.
