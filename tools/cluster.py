@@ -16,42 +16,19 @@ topology; 3 usage error.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from streamkeep.engine.wire.errors import StreamkeepError
-from streamkeep.tools.exits import EXIT_USAGE
 
-HELP = "make a cluster of streamkeep nodes from a fixed topology, check it, report it"
 EXIT_PROBLEM = 1  # check: the nodes disagree, a slot is unserved, a node is unreachable
 EXIT_NODE = 2  # a node cannot be reached, or refused the topology
 TIMEOUT = 10.0  # seconds for a node to answer
 SYNC_TIMEOUT = 60.0  # create: seconds for every replica to finish its first sync
 SLOTS = 16384
-DEFAULT_CLUSTER = "streamkeep"
-EPILOG = f"""examples:
-  streamkeep cluster create 127.0.0.1:7000 127.0.0.1:7001 127.0.0.1:7002
-                                     three primaries, the slots spread evenly
-  streamkeep cluster create 127.0.0.1:7000 ... 127.0.0.1:7005 --replicas 1
-                                     three primaries, each with a replica
-  streamkeep cluster check 127.0.0.1:7000
-                                     every node agrees, every slot served
-  streamkeep cluster info 127.0.0.1:7000 --json
-
-Each node is a `streamkeep serve --cluster-enabled yes` that serves no other
-node's slots yet (a node alone serves every slot: create takes them back). The
-addresses given are the ones the nodes announce to clients (MOVED, CLUSTER
-SLOTS): give the address clients use. The first nodes become primaries, the
-rest replicas of them in turn; a replica follows its primary with streamkeep's
-replication. create refuses a node holding keys.
-
-exit status: 0 ok; {EXIT_PROBLEM} check found a problem; {EXIT_NODE} a node cannot be reached
-or refused the topology; {EXIT_USAGE} usage error; 130 interrupted."""
+DEFAULT_CLUSTER = "streamkeep"  # a cluster's name in etcd when none is given
 
 
 class NodeError(StreamkeepError):
@@ -105,77 +82,6 @@ def split_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _address(value: str) -> str:
-    try:
-        split_address(value)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    return value
-
-
-def _managed(parser: argparse.ArgumentParser, required: bool = False) -> None:
-    """--etcd and --cluster: the cluster's record and its controller."""
-    parser.add_argument("--etcd", metavar="URL", required=required, default="",
-                        help="the etcd holding the cluster's topology (http://HOST:PORT, or "
-                             "several, comma-separated): the change goes through its controller")
-    parser.add_argument("--cluster", default=DEFAULT_CLUSTER, metavar="NAME",
-                        help=f"the cluster's name in etcd (default {DEFAULT_CLUSTER})")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND", required=True)
-    create = sub.add_parser("create", help="make a cluster of the nodes given",
-                            description="Make a cluster of the nodes given: the first ones "
-                                        "primaries, the slots spread evenly over them, the "
-                                        "rest their replicas.")
-    create.add_argument("nodes", nargs="+", type=_address, metavar="HOST:PORT")
-    create.add_argument("--replicas", type=int, default=0, metavar="N",
-                        help="replicas per primary (default 0)")
-    create.add_argument("--json", action="store_true", help="the topology made, as JSON")
-    _managed(create)
-    for name, text in (("check", "check that every node agrees and every slot is served"),
-                       ("info", "each primary's keys, slots and replicas")):
-        p = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
-        p.add_argument("node", type=_address, metavar="HOST:PORT",
-                       help="any node of the cluster")
-        p.add_argument("--json", action="store_true", help="the report as JSON")
-    add = sub.add_parser("add-node", help="add an empty node: a replica, or a primary with "
-                                          "no slot yet",
-                         description="Add an empty node to the cluster: a replica of the "
-                                     "primary --replica-of names, or a primary that serves "
-                                     "no slot yet.")
-    add.add_argument("new_node", type=_address, metavar="NEW_HOST:PORT")
-    add.add_argument("--replica-of", metavar="NODE", default="",
-                     help="the primary it replicates (its id, 8 digits of it, or HOST:PORT)")
-    remove = sub.add_parser("remove-node", help="remove a replica, or a primary with no slot",
-                            description="Remove a node from the cluster: a replica, or a "
-                                        "primary that serves no slot and has no replica.")
-    remove.add_argument("gone", metavar="NODE", help="its id, 8 digits of it, or HOST:PORT")
-    fail = sub.add_parser("failover", help="make a replica its shard's primary",
-                          description="Make a replica its shard's primary. Through a "
-                                      "controller (--etcd) nothing acknowledged is lost: the "
-                                      "primary stops taking writes until the replica holds "
-                                      "its whole log.")
-    fail.add_argument("replica", metavar="REPLICA", help="its id, 8 digits of it, or HOST:PORT")
-    fail.add_argument("--force", action="store_true",
-                      help="do not wait for the primary (it is gone); without --etcd: a "
-                           "takeover, which may lose what the primary acknowledged last")
-    for p in (add, remove, fail):
-        p.add_argument("--node", type=_address, metavar="HOST:PORT", default=None,
-                       help="any node of the cluster (without --etcd)")
-        p.add_argument("--json", action="store_true", help="the result as JSON")
-        _managed(p)
-    control = sub.add_parser("controller", help="run a controller of a cluster kept in etcd",
-                             description="Run a controller: it leads the cluster through an "
-                                         "etcd lease (others wait), pushes the topology etcd "
-                                         "holds to the nodes, renews their leases and fails "
-                                         "over a primary silent for its "
-                                         "cluster-node-timeout. Runs until SIGINT or SIGTERM.")
-    _managed(control, required=True)
-    control.add_argument("--name", default=None,
-                         help="this controller's name in etcd (default HOST-PID)")
-
-
 # --- create --------------------------------------------------------------------------------------
 
 
@@ -193,10 +99,11 @@ def spread(primaries: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def create(addresses: Sequence[str], replicas: int, etcd: str = "",
-           cluster: str = "") -> dict[str, Any]:
-    """The cluster made (see the module's docstring): its topology as a dict. With `etcd`,
-    committed there as `cluster`'s first topology for its controller to push."""
+def create(addresses: Sequence[str], replicas: int,
+           commit: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+    """The cluster made (see the module's docstring): its topology as a dict. With `commit`,
+    the topology is handed to it (a controller's record: tools.controller.operations) instead
+    of being set on the nodes, and `commit` returns it as committed."""
     from streamkeep.engine.exec.cluster import ClusterNode, Topology, render
 
     if replicas < 0:
@@ -225,14 +132,8 @@ def create(addresses: Sequence[str], replicas: int, etcd: str = "",
         for head, (first, last) in zip(heads, spread(primaries), strict=True):
             owners[first:last + 1] = [head.id] * (last - first + 1)
         topology = Topology(members[0], {m.id: m for m in members}, owners, epoch + 1)
-        if etcd:
-            from streamkeep.tools.controller.operations import create_managed
-            from streamkeep.tools.controller.record import key
-
-            topology.managed_by = cluster
-            print(f"committing the topology to {etcd} {key(cluster, 'topology')}",
-                  file=sys.stderr)
-            topology = create_managed(argparse.Namespace(etcd=etcd, cluster=cluster), topology)
+        if commit is not None:
+            topology = commit(topology)
         else:
             lines = [line for line in render(topology).splitlines()
                      if not line.startswith("vars ")]
@@ -328,9 +229,13 @@ def survey(address: str) -> tuple[Any, dict[str, dict[str, Any]]]:
             seen[node_id] = {"address": where, "error": str(err)}
             continue
         try:
+            replication = _fields(node.text("INFO", "replication"))
+            offset = replication.get("master_repl_offset", "0")
             seen[node_id] = {
                 "address": where, "epoch": epoch_of(node),
-                "view": _view(node.text("CLUSTER", "NODES")), "keys": int(node.call("DBSIZE"))}
+                "view": _view(node.text("CLUSTER", "NODES")), "keys": int(node.call("DBSIZE")),
+                "offset": int(offset) if offset.isdigit() else 0,
+                "state": _fields(node.text("CLUSTER", "INFO")).get("cluster_state", "?")}
         except NodeError as err:
             seen[node_id] = {"address": where, "error": str(err)}
         finally:
@@ -417,7 +322,25 @@ def check(address: str) -> dict[str, Any]:
     if served != SLOTS:
         problems.append(f"{SLOTS - served} slots are served by no node")
     return {"nodes": len(topology.nodes), "epoch": topology.epoch, "slots_served": served,
-            "problems": problems}
+            "problems": problems, "members": _members(topology, seen)}
+
+
+def _members(topology: Any, seen: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each node as check shows it: its role, slots, epoch, cluster state, log position and,
+    for a replica, how far behind its primary it is (records)."""
+    members = []
+    for node_id, node in topology.nodes.items():
+        entry = seen.get(node_id, {})
+        primary = seen.get(node.primary or "", {})
+        lag = (max(primary["offset"] - entry["offset"], 0)
+               if node.primary and "offset" in entry and "offset" in primary else None)
+        members.append({
+            "id": node_id, "address": entry.get("address"),
+            "role": "primary" if node.is_primary else "replica",
+            "slots": [list(r) for r in topology.slot_ranges(node_id)],
+            "epoch": entry.get("epoch"), "state": entry.get("state"),
+            "offset": entry.get("offset"), "lag": lag, "error": entry.get("error")})
+    return members
 
 
 def info(address: str) -> dict[str, Any]:
@@ -428,63 +351,3 @@ def info(address: str) -> dict[str, Any]:
     return report
 
 
-# --- the command ---------------------------------------------------------------------------------
-
-
-def main(args: argparse.Namespace) -> int:
-    command = args.cluster_command
-    try:
-        if command == "controller":
-            from streamkeep.tools.controller.operations import run_controller
-
-            return run_controller(args)
-        result = _run(command, args)
-    except ValueError as err:
-        print(f"streamkeep cluster {command}: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    except StreamkeepError as err:  # a node's, etcd's, the controller's, a plan's
-        print(f"streamkeep cluster {command}: {err}", file=sys.stderr)
-        return EXIT_NODE
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(_text(command, result))
-    return EXIT_PROBLEM if command == "check" and result["problems"] else 0
-
-
-def _run(command: str, args: argparse.Namespace) -> dict[str, Any]:
-    if command == "create":
-        return create(args.nodes, args.replicas, args.etcd, args.cluster)
-    if command == "check":
-        return check(args.node)
-    if command == "info":
-        return info(args.node)
-    from streamkeep.tools.controller import operations
-
-    if command == "add-node":
-        return operations.add_node(args)
-    if command == "remove-node":
-        return operations.remove_node(args)
-    return operations.failover(args)
-
-
-def _text(command: str, result: dict[str, Any]) -> str:
-    if command == "failover" and "primaries" not in result:
-        return f"{result['address']} ({result['primary'][:8]}...) is primary at epoch {result['epoch']}"
-    if command == "check":
-        lines = [f"{result['nodes']} nodes, topology epoch {result['epoch']}, "
-                 f"{result['slots_served']:,} of {SLOTS:,} slots served"]
-        lines += [f"[ERR] {problem}" for problem in result["problems"]]
-        if not result["problems"]:
-            lines.append("[OK] every node holds the same topology; every slot is served")
-        return "\n".join(lines)
-    lines = []
-    for primary in result["primaries"]:
-        slots = sum(last - first + 1 for first, last in primary["slots"])
-        keys = primary.get("keys")
-        lines.append(f"{primary['address']} ({primary['id'][:8]}...) -> "
-                     + ("" if keys is None else f"{keys} keys | ")
-                     + f"{slots} slots | {len(primary['replicas'])} replicas"
-                     + "".join(f"\n    replica {r}" for r in primary["replicas"]))
-    lines.append(f"topology epoch {result['epoch']}")
-    return "\n".join(lines)

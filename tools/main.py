@@ -171,7 +171,7 @@ def _add_url(sub: Any) -> None:
 
 
 def _add_cluster(sub: Any) -> None:
-    from streamkeep.tools import cluster
+    from streamkeep.tools import cluster_cli as cluster
 
     p_cluster = sub.add_parser("cluster", help=cluster.HELP, description=cluster.HELP,
                                epilog=cluster.EPILOG,
@@ -195,8 +195,8 @@ _COMMANDS: list[tuple[tuple[str, ...], tuple[str, ...], Callable[[Any], None]]] 
     (("demo",), ("run a short end-to-end demonstration",), _add_demo),
     (("bench",), ("run the benchmark suite",), _add_bench),
     (("serve",), ("run the Redis-compatible network server",), _add_serve),
-    (("cluster",), ("make a cluster of streamkeep nodes from a fixed topology, check it, "
-                    "report it",), _add_cluster),
+    (("cluster",), ("make a cluster of streamkeep nodes, change it, check it, report it; run "
+                    "its controller over etcd",), _add_cluster),
     (("aof", "restore", "snapshot"),
      ("offline aof inspection commands", "point-in-time recovery into a new data directory",
       "offline snapshot inspection commands"), _add_inspect),

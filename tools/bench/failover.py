@@ -72,7 +72,8 @@ def failover(env: BenchEnv) -> Measurement:
 
 
 def _create(url: str, nodes: list[StreamkeepServer]) -> None:
-    from streamkeep.tools.cluster import NodeError, create
+    from streamkeep.tools.cluster import NodeError
+    from streamkeep.tools.controller.operations import create
 
     try:
         create([f"{HOST}:{node.port}" for node in nodes], 1, url, CLUSTER)

@@ -37,15 +37,25 @@ def etcd_of(args: argparse.Namespace) -> Etcd:
     return Etcd(args.etcd)
 
 
-def create_managed(args: argparse.Namespace, topology: Topology) -> Topology:
+def create_managed(url: str, cluster: str, topology: Topology) -> Topology:
     """A new cluster's topology committed in etcd; back when every node holds it."""
-    etcd = etcd_of(args)
+    from streamkeep.tools.controller.etcd import Etcd
+
+    etcd = Etcd(url)
     try:
-        made = record.create(etcd, args.cluster, topology)
+        made = record.create(etcd, cluster, topology)
     finally:
         etcd.close()
     wait_for_epoch(made.topology, made.epoch)
     return made.topology
+
+
+def create(addresses: list[str], replicas: int, url: str, cluster: str) -> dict[str, Any]:
+    """`cluster create --etcd`: the cluster tools.cluster's create makes, committed in etcd
+    for its controller to push."""
+    from streamkeep.tools.cluster import create as make
+
+    return make(addresses, replicas, lambda topology: create_managed(url, cluster, topology))
 
 
 def change(args: argparse.Namespace, plan: Callable[[Topology], Topology]) -> Topology:
@@ -201,5 +211,5 @@ def run_controller(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_node", "change", "create_managed", "failover", "remove_node", "run_controller",
+__all__ = ["add_node", "change", "create", "create_managed", "failover", "remove_node", "run_controller",
            "wait_for_epoch"]

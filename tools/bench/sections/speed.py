@@ -465,8 +465,8 @@ CLUSTER = Section("cluster", (
         ratio(f"{command.upper()} --cluster: two streamkeep primaries / two redis-server ones",
               f"{command}_two", f"{command}_redis_two", CLUSTER_VS_REDIS_TARGET))),
     extra("failover: SIGKILL to writes at the new primary, median of the rounds", "failover",
-          "median_s", unit=" s", target=FAILOVER_TARGET, at_most=True),
-    extra("failover: the worst round", "failover", "worst_s", unit=" s"),
+          "median_s", unit="s", target=FAILOVER_TARGET, at_most=True),
+    extra("failover: the worst round", "failover", "worst_s", unit="s"),
 ))
 
 # `bench --compare-pure`: compiled over pure-Python rate per row, each round at least.
