@@ -62,6 +62,10 @@ SOURCE_CHECKED: dict[str, tuple[list[str], tuple[str, ...], list[tuple[str, set[
     # bus carries: admin, as the topology command; pubsub, as PUBLISH).
     "cluster|relay": (["@pubsub", "@admin", "@fast", "@dangerous"],
                       ("CLUSTER", "RELAY", "c", "m"), []),
+    # streamkeep's own: a controller's lease of a node it manages (admin, as the topology
+    # command).
+    "cluster|lease": (["@admin", "@fast", "@dangerous"], ("CLUSTER", "LEASE", "c", "1", "1"),
+                      []),
     # streamkeep's own: DEBUG's subcommands, with Redis's DEBUG's flags (admin).
     "debug|digest": (["@admin", "@slow", "@dangerous"], ("DEBUG", "DIGEST"), []),
     "debug|help": (["@admin", "@slow", "@dangerous"], ("DEBUG", "HELP"), []),

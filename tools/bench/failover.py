@@ -52,7 +52,7 @@ def failover(env: BenchEnv) -> Measurement:
             controller = subprocess.Popen(
                 [sys.executable, "-m", "streamkeep", "cluster", "controller", "--etcd",
                  etcd.url, "--cluster", CLUSTER], stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True)
+                stderr=subprocess.DEVNULL, **temporaries.child_options())
             _create(etcd.url, nodes)
             seconds = [_round(nodes) for _ in range(rounds)]
         except ServerFailed as err:

@@ -69,6 +69,7 @@ NOT_IN_REDIS_7_0: dict[str, str] = {
     "cluster|myshardid": "Redis 7.2 (a node's shard id)",
     "cluster|settopology": "streamkeep's own: the topology a controller gives a node",
     "cluster|relay": "streamkeep's own: a PUBLISH carried from another node (Redis's bus)",
+    "cluster|lease": "streamkeep's own: a controller's lease of a node it manages",
     "xackdel": "Redis 8.2",
     "xnack": "Redis 8.8",
     "xcfgset": "Redis 8.6 (idempotent producers)",

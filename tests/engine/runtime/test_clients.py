@@ -85,7 +85,7 @@ UNSENT = {
     # in-process engine is no cluster node
     "asking", "readonly", "readwrite", "cluster|count-failure-reports", "cluster|countkeysinslot",
     "cluster|getkeysinslot", "cluster|info", "cluster|keyslot", "cluster|links", "cluster|myid",
-    "cluster|myshardid", "cluster|nodes", "cluster|relay", "cluster|replicas",
+    "cluster|lease", "cluster|myshardid", "cluster|nodes", "cluster|relay", "cluster|replicas",
     "cluster|settopology",
     "cluster|shards", "cluster|slots",
 }
