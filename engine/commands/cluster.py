@@ -174,6 +174,7 @@ def cluster_settopology(ctx: Ctx, argv: Argv) -> str:
         raise ReplyError("ERR Invalid topology: " + str(err).removeprefix("the topology: ")) from None
     new.epoch = epoch
     new.managed_by = managed_by
+    new.recount()
     refusal = topology.successor_refusal(new)
     if refusal is not None:
         raise ReplyError(refusal)
@@ -181,6 +182,85 @@ def cluster_settopology(ctx: Ctx, argv: Argv) -> str:
         assert topology.keep is not None
         topology.keep(new)
     return "OK"
+
+
+@subcommand(CLUSTER, "setslot", -4, "admin stale noscript", keys="", since="3.0.0",
+            summary="Binds a hash slot to a node.",
+            syntax="slot:integer <subcommand: IMPORTING node-id | MIGRATING node-id | "
+                   "NODE node-id | STABLE>")
+def cluster_setslot(ctx: Ctx, argv: Argv) -> str:
+    """Redis's slot states on a node no controller manages (a managed node's come with its
+    topology): MIGRATING (a slot of this node given to another: keys gone from here are sent
+    there with ASK), IMPORTING (a slot this node takes: served after ASKING), STABLE (neither),
+    NODE (the slot is that node's from now on; the topology's epoch moves on). Kept in the data
+    directory before the reply."""
+    topology = topology_of(ctx)
+    if topology.managed_by:
+        raise ReplyError(f"ERR this node's topology is managed by the controller of cluster "
+                         f"{topology.managed_by}")
+    if not topology.myself.is_primary:
+        raise ReplyError("ERR Please use SETSLOT only with masters.")
+    slot = parse_int(argv[2], "Invalid or out of range slot")
+    if not 0 <= slot < SLOTS:
+        raise ReplyError("ERR Invalid or out of range slot")
+    action = argv[3].upper()
+    if action == b"STABLE" and len(argv) == 4:
+        new = _copy(topology)
+        new.myself.migrating.pop(slot, None)
+        new.myself.importing.pop(slot, None)
+    elif action in (b"IMPORTING", b"MIGRATING", b"NODE") and len(argv) == 5:
+        new = _setslot(ctx, topology, slot, action, argv[4].decode("utf-8", "surrogateescape"))
+    else:
+        raise ReplyError("ERR Invalid CLUSTER SETSLOT action or number of arguments. Try "
+                         "CLUSTER HELP")
+    new.recount()
+    assert topology.keep is not None
+    topology.keep(new)
+    return "OK"
+
+
+def _copy(topology: Topology) -> Topology:
+    """The topology as a new one (its slot states kept), to change and keep."""
+    from streamkeep.engine.exec.cluster import render
+
+    new = parse(render(topology), "the topology", myself_id=topology.myself.id, known=topology)
+    new.epoch, new.managed_by = topology.epoch, topology.managed_by
+    return new
+
+
+def _setslot(ctx: Ctx, topology: Topology, slot: int, action: bytes, node_id: str) -> Topology:
+    node = topology.nodes.get(node_id)
+    me = topology.myself
+    if action == b"MIGRATING":
+        if topology.owners[slot] != me.id:
+            raise ReplyError(f"ERR I'm not the owner of hash slot {slot}")
+        if node is None:
+            raise ReplyError(f"ERR I don't know about node {node_id}")
+    elif action == b"IMPORTING":
+        if topology.owners[slot] == me.id:
+            raise ReplyError(f"ERR I'm already the owner of hash slot {slot}")
+        if node is None:
+            raise ReplyError(f"ERR I don't know about node {node_id}")
+    elif node is None:
+        raise ReplyError(f"ERR Unknown node {node_id}")
+    if not node.is_primary:
+        raise ReplyError("ERR Target node is not a master")
+    new = _copy(topology)
+    mine = new.myself
+    if action == b"MIGRATING":
+        mine.migrating[slot] = node_id
+    elif action == b"IMPORTING":
+        mine.importing[slot] = node_id
+    else:
+        if (topology.owners[slot] == me.id and node_id != me.id
+                and topology.slot_keys.count(ctx.engine.keyspaces, slot)):
+            raise ReplyError(f"ERR Can't assign hashslot {slot} to a different node while I "
+                             "still hold keys for this hash slot.")
+        mine.migrating.pop(slot, None)
+        mine.importing.pop(slot, None)
+        new.assign(slot, slot, node_id)
+        new.epoch = topology.epoch + 1
+    return new
 
 
 def _cluster_id(arg: bytes) -> str:
@@ -294,6 +374,8 @@ def cluster_count_failure_reports(ctx: Ctx, argv: Argv) -> int:
 
 # Redis's help: its own subcommands' lines, then its bus's; here those this node serves.
 help_subcommand(CLUSTER, [
+    "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
+    "    Set slot state.",
     "COUNTKEYSINSLOT <slot>",
     "    Return the number of keys in <slot>.",
     "GETKEYSINSLOT <slot> <count>",

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 # (a static of this compiled module: a call to it skips the module attribute's lookup)
 _slot_of: Final = key_slot
 CROSSSLOT: Final = "CROSSSLOT Keys in request don't hash to the same slot"
+NOT_ON_THE_MOVE: Final = ""  # (no error line is empty)
+TRYAGAIN: Final = "TRYAGAIN Multiple keys request during rehashing of slot"
 UNBOUND: Final = "CLUSTERDOWN Hash slot not served"
 DOWN: Final = "CLUSTERDOWN The cluster is down"
 DOWN_READ_ONLY: Final = "CLUSTERDOWN The cluster is down and only accepts read commands"
@@ -62,6 +64,11 @@ class ClusterNode:
     hostname: str = ""
     primary: str | None = None
     tls_port: int = 0
+    # Slots on the move (Redis's CLUSTER SETSLOT states): those this node owns and gives to
+    # another (slot -> the target's id), and those it takes from another (slot -> the
+    # source's id). CLUSTER NODES shows them as [slot->-id] and [slot-<-id].
+    migrating: dict[int, str] = field(default_factory=dict)
+    importing: dict[int, str] = field(default_factory=dict)
 
     @property
     def is_primary(self) -> bool:
@@ -186,13 +193,21 @@ class Topology:
     def __post_init__(self) -> None:
         self.unowned = 0
         self.whole = False
+        self.moving = False
         self._count_owners()
 
     def _count_owners(self) -> None:
-        # Slots with no owner, and whether this node serves every slot (then a command with
-        # one key needs no judging at all).
+        self.recount()
+
+    def recount(self) -> None:
+        """What judging reads first, counted again after a change: slots with no owner,
+        whether slots of this node are on the move, and whether this node serves every slot
+        alone, unmanaged, nothing moving (then a command with one key needs no judging)."""
+        me = self.myself
         self.unowned = self.owners.count(None)
-        self.whole = self.owners.count(self.myself.id) == SLOTS
+        self.moving = bool(me.migrating or me.importing)
+        self.whole = (self.owners.count(me.id) == SLOTS and not self.managed_by
+                      and not self.moving)
 
     @property
     def ok(self) -> bool:
@@ -248,7 +263,7 @@ class Topology:
             if plan == FIRST_KEY and len(argv) > 1:  # the common case, in a few steps
                 slot = _slot_of(argv[1])
                 owner = self.owners[slot]
-                if owner == self.myself.id and self.ok:
+                if owner == self.myself.id and not self.moving and self.ok:
                     return None, slot
         commands = queued if queued is not None else ((spec, argv),)
         slot = -1
@@ -276,6 +291,10 @@ class Topology:
                 return DOWN_READ_ONLY, slot
         owner = self.owners[slot]
         myself = self.myself
+        if self.moving:
+            moved = self._on_the_move(session, commands, slot)
+            if moved != NOT_ON_THE_MOVE:
+                return moved, slot
         if owner == myself.id:
             return None, slot
         if ((session.readonly or shard_channels) and not writes
@@ -283,6 +302,42 @@ class Topology:
             return None, slot
         node = self.nodes[owner] if owner is not None else myself
         return f"MOVED {slot} {self.endpoint(node)}:{node.port}", slot
+
+    def _on_the_move(self, session: Session,
+                     commands: Sequence[tuple[CommandSpec, Argv]], slot: int) -> str | None:
+        """Redis's rules for a slot on the move (getNodeByQuery): on its source, a command
+        whose keys are all here runs, one whose keys are all gone is sent to the target with
+        ASK, one with some of each is TRYAGAIN; on its target, a command after ASKING (or
+        RESTORE-ASKING) runs, unless it has several keys not all here yet (TRYAGAIN); MIGRATE
+        always runs. NOT_ON_THE_MOVE: the slot is not on the move here (judged as usual)."""
+        me = self.myself
+        target = me.migrating.get(slot)
+        source = me.importing.get(slot)
+        if target is None and source is None:
+            return NOT_ON_THE_MOVE
+        if any(spec.name == "migrate" for spec, _argv in commands):
+            return None
+        present = missing = 0
+        has = self.slot_keys.has
+        for cmd_spec, cmd_argv in commands:
+            for index, _flags in slot_positions(cmd_spec, cmd_argv):
+                if has(cmd_argv[index]):
+                    present += 1
+                else:
+                    missing += 1
+        if target is not None:
+            if not missing:
+                return None
+            if present:
+                return TRYAGAIN
+            node = self.nodes.get(target)
+            if node is None:
+                return None
+            return f"ASK {slot} {self.endpoint(node)}:{node.port}"
+        asking = session.asking or any(spec.is_asking for spec, _argv in commands)
+        if asking:
+            return TRYAGAIN if missing and present + missing > 1 else None
+        return NOT_ON_THE_MOVE
 
     def endpoint(self, node: ClusterNode) -> str:
         """What clients are told to reach `node` by (cluster-preferred-endpoint-type): its ip,
@@ -323,6 +378,10 @@ class SlotKeys:
         for space in self.db0:
             for key in space:
                 self._add(key, _slot_of(key))
+
+    def has(self, key: bytes) -> bool:
+        """Whether database 0 holds `key` now (a slot on the move asks: Redis's lookup)."""
+        return any(key in space for space in self.db0)
 
     def _bind(self, keyspaces: list[list[dict[bytes, Any]]]) -> None:
         self.spaces = keyspaces
@@ -408,8 +467,15 @@ def _layout(topology: Topology) -> list[tuple[str, str, int, str, str, str]]:
     """What two topologies of one epoch must agree on: each node's id, address, role and
     slots."""
     return sorted((n.id, n.ip, n.port, n.primary or "-", n.shard_id,
-                   " ".join(f"{a}-{b}" for a, b in topology.slot_ranges(n.id)))
+                   " ".join(f"{a}-{b}" for a, b in topology.slot_ranges(n.id))
+                   + "".join(_markers(n)))
                   for n in topology.nodes.values())
+
+
+def _markers(node: ClusterNode) -> list[str]:
+    """A node's slots on the move as CLUSTER NODES writes them: [slot->-target], [slot-<-source]."""
+    return ([f"[{slot}->-{target}]" for slot, target in sorted(node.migrating.items())]
+            + [f"[{slot}-<-{source}]" for slot, source in sorted(node.importing.items())])
 
 
 def alone(myself: ClusterNode) -> Topology:
@@ -431,8 +497,11 @@ def node_line(topology: Topology, node: ClusterNode, aux: bool = False) -> str:
         address += f",{node.hostname}"
     role = "master" if node.is_primary else "slave"
     flags = f"myself,{role}" if node is topology.myself else role
-    slots = " ".join(str(first) if first == last else f"{first}-{last}"
-                     for first, last in topology.slot_ranges(node.id))
+    words = [str(first) if first == last else f"{first}-{last}"
+             for first, last in topology.slot_ranges(node.id)]
+    if aux or node is topology.myself:
+        words += _markers(node)
+    slots = " ".join(words)
     line = (f"{node.id} {address} {flags} {node.primary or '-'} 0 0 {topology.epoch} "
             f"connected")
     return f"{line} {slots}" if slots else line
@@ -558,6 +627,9 @@ def _node_of(words: list[str]) -> tuple[ClusterNode, bool, list[tuple[int, int]]
                        primary=None if primary == "-" else primary, tls_port=ports[2])
     slots = []
     for word in words[8:]:
+        if word.startswith("["):
+            _marker(node, word)
+            continue
         first, _, last = word.partition("-")
         lo, hi = int(first), int(last or first)
         if not 0 <= lo <= hi < SLOTS:
@@ -566,12 +638,25 @@ def _node_of(words: list[str]) -> tuple[ClusterNode, bool, list[tuple[int, int]]
     return node, "myself" in flags, slots
 
 
+def _marker(node: ClusterNode, word: str) -> None:
+    """A [slot->-id] or [slot-<-id] word of a node line, kept on `node` (ValueError if not)."""
+    inner = word[1:-1] if word.endswith("]") else ""
+    for arrow, states in (("->-", node.migrating), ("-<-", node.importing)):
+        slot, found, other = inner.partition(arrow)
+        if found:
+            if not slot.isdigit() or not 0 <= int(slot) < SLOTS or len(other) != 40:
+                break
+            states[int(slot)] = other
+            return
+    raise ValueError(f"bad slot state {word!r}")
+
+
 def routed(spec: CommandSpec) -> bool:
     """Whether a node judges the command's keys at all: commands with key specs or a key
     finder, and EXEC (whose transaction is judged whole)."""
     return slot_plan(spec) != NO_KEYS
 
 
-__all__ = ["BY_SPECS", "CROSSSLOT", "DOWN", "DOWN_READ_ONLY", "FIRST_KEY", "MAX_NODES", "NO_KEYS",
+__all__ = ["BY_SPECS", "CROSSSLOT", "TRYAGAIN", "DOWN", "DOWN_READ_ONLY", "FIRST_KEY", "MAX_NODES", "NO_KEYS",
            "UNBOUND", "ClusterNode", "NodesFileError", "SlotKeys", "Topology", "Vouching", "alone",
            "new_id", "node_line", "parse", "render", "routed", "slot_plan"]

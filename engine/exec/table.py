@@ -107,6 +107,7 @@ class CommandSpec:
     args: tuple[Arg, ...] = ()  # its syntax (engine.argspec), for COMMAND DOCS
     is_write: bool = field(init=False, repr=False, compare=False)  # Flag.WRITE, worked out once
     is_blocking: bool = field(init=False, repr=False, compare=False)
+    is_asking: bool = field(init=False, repr=False, compare=False)  # Flag.ASKING
     # COMMAND INFO's legacy (first key, last key, step) and movablekeys, from the key specs.
     first_key: int = field(init=False, repr=False, compare=False)
     last_key: int = field(init=False, repr=False, compare=False)
@@ -116,6 +117,7 @@ class CommandSpec:
     def __post_init__(self) -> None:
         self.is_write = Flag.WRITE in self.flags
         self.is_blocking = Flag.BLOCKING in self.flags
+        self.is_asking = Flag.ASKING in self.flags
         (self.first_key, self.last_key, self.key_step), self.movable_keys = \
             legacy_range(self.key_specs)
 

@@ -24,6 +24,7 @@ from streamkeep.engine.runtime.refusals import refuse
 from streamkeep.engine.wire.errors import ReplyError
 
 if TYPE_CHECKING:
+    from streamkeep.engine.exec.cluster import Topology
     from streamkeep.engine.exec.context import Session
     from streamkeep.engine.exec.engine_state import EngineState
     from streamkeep.engine.exec.table import Argv, CommandSpec, Handler
@@ -121,11 +122,24 @@ class Dispatch:
         transaction's keys judged together) discards the transaction and says why plainly."""
         state = self.state
         cluster = state.cluster
-        plan = entry.slot_plan
-        if cluster is None or session.from_primary or plan == NO_KEYS:
+        if cluster is None or session.from_primary:
             return
-        if plan == FIRST_KEY and cluster.whole and not cluster.managed_by:
-            return  # a node alone: any one key is its own (a managed one may be fenced)
+        if session.asking and session.multi is None and entry.spec.name != "asking":
+            # ASKING holds for the next command only (in MULTI, until EXEC): this one
+            try:
+                self._judge(session, entry, argv, cluster)
+            finally:
+                session.asking = False
+            return
+        self._judge(session, entry, argv, cluster)
+
+    def _judge(self, session: Session, entry: Entry, argv: Argv, cluster: Topology) -> None:
+        plan = entry.slot_plan
+        if plan == NO_KEYS:
+            return
+        if plan == FIRST_KEY and cluster.whole:  # a node alone: any one key is its own
+            return
+        state = self.state
         spec = entry.spec
         queued = None
         if spec.name == "exec":

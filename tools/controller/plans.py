@@ -10,7 +10,7 @@ Must not touch: etcd, sockets, the nodes.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.wire.errors import StreamkeepError
@@ -27,10 +27,16 @@ def _copy(topology: Topology, owners: list[str | None] | None = None) -> Topolog
     """A topology like `topology` (its nodes copied), with `owners` if given."""
     from streamkeep.engine.exec.cluster import Topology
 
-    nodes = {node_id: copy.copy(node) for node_id, node in topology.nodes.items()}
+    nodes = {node_id: _node_copy(node) for node_id, node in topology.nodes.items()}
     return Topology(nodes[topology.myself.id], nodes,
                     list(topology.owners if owners is None else owners), topology.epoch,
                     managed_by=topology.managed_by)
+
+
+def _node_copy(node: ClusterNode) -> ClusterNode:
+    """A node's copy with its own slot states (a plan changes them)."""
+    return dataclasses.replace(node, migrating=dict(node.migrating),
+                               importing=dict(node.importing))
 
 
 def failed_over(topology: Topology, replica_id: str) -> Topology:
@@ -59,7 +65,7 @@ def with_node(topology: Topology, member: ClusterNode, primary_id: str | None) -
         raise PlanError(f"node {member.id} is in the topology already")
     if any((n.ip, n.port) == (member.ip, member.port) for n in new.nodes.values()):
         raise PlanError(f"a node at {member.ip}:{member.port} is in the topology already")
-    member = copy.copy(member)
+    member = _node_copy(member)
     if primary_id is not None:
         primary = new.nodes.get(primary_id)
         if primary is None or not primary.is_primary:
