@@ -112,7 +112,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fail.add_argument("--force", action="store_true",
                       help="do not wait for the primary (it is gone); without --etcd: a "
                            "takeover, which may lose what the primary acknowledged last")
-    for p in (add, remove, fail):
+    move = sub.add_parser("migrate-slots", help="move slots to a primary while they serve",
+                          description="Move slots to a primary while clients read and write "
+                                      "them: the controller sends their keys over with "
+                                      "MIGRATE (clients follow ASK meanwhile), then gives the "
+                                      "slots to the primary.")
+    move.add_argument("--to", required=True, metavar="NODE",
+                      help="the primary that takes them (its id, 8 digits of it, or HOST:PORT)")
+    move.add_argument("--slots", required=True, metavar="RANGES",
+                      help="the slots, e.g. 0-99,200")
+    balance = sub.add_parser("rebalance", help="spread the slots evenly over the primaries",
+                             description="Spread the slots evenly over the primaries (a "
+                                         "primary added with add-node takes its share), "
+                                         "moving them while they serve.")
+    for p in (add, remove, fail, move, balance):
         p.add_argument("--node", type=_address, metavar="HOST:PORT", default=None,
                        help="any node of the cluster (without --etcd)")
         p.add_argument("--json", action="store_true", help="the result as JSON")
@@ -169,6 +182,10 @@ def _run(command: str, args: argparse.Namespace) -> dict[str, Any]:
         return operations.add_node(args)
     if command == "remove-node":
         return operations.remove_node(args)
+    if command == "migrate-slots":
+        return operations.migrate_slots(args)
+    if command == "rebalance":
+        return operations.rebalance(args)
     return operations.failover(args)
 
 

@@ -184,7 +184,7 @@ def cluster_settopology(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(CLUSTER, "setslot", -4, "admin stale noscript", keys="", since="3.0.0",
+@subcommand(CLUSTER, "setslot", -4, "admin stale no_async_loading", keys="", since="3.0.0",
             summary="Binds a hash slot to a node.",
             syntax="slot:integer <subcommand: IMPORTING node-id | MIGRATING node-id | "
                    "NODE node-id | STABLE>")

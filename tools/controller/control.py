@@ -43,6 +43,8 @@ MAX_PROBE_INTERVAL: Final = 1.0
 DEFAULT_NODE_TIMEOUT: Final = 15.0  # seconds, until a node says its cluster-node-timeout
 CONNECT_TIMEOUT: Final = 1.0  # seconds, before the node's timeout is known
 CATCH_UP_TIMEOUT: Final = 30.0  # a manual failover's replica to reach its primary's log
+MIGRATE_BATCH: Final = 100  # keys per MIGRATE: the source waits for the target this long
+MIGRATE_TIMEOUT: Final = 10_000  # milliseconds, MIGRATE's
 REQUEST_TTL: Final = 60  # seconds an operator's request waits for a controller
 
 
@@ -137,6 +139,89 @@ def address_of(topology: Topology, node_id: str) -> str:
     return f"{node.ip or '127.0.0.1'}:{node.port}"
 
 
+class Mover(threading.Thread):
+    """The leader's slot mover: every slot the record has on the move drained (its keys sent
+    from the source to the target with MIGRATE ... REPLACE KEYS, a batch at a time, until the
+    source holds none), then the slots given to their targets in one commit. REPLACE: after a
+    source killed between a batch's RESTOREs and its DEL, the keys still at the source are
+    the ones that count (the target's copies took no write: clients are sent there only for
+    keys the source no longer has). Its own etcd client (the leader's is its loop's)."""
+
+    def __init__(self, controller: Controller) -> None:
+        super().__init__(name="controller-mover", daemon=True)
+        self.controller = controller
+        self.stopped = threading.Event()
+        self.moved_slots = 0
+        self.moved_keys = 0
+
+    def run(self) -> None:
+        from streamkeep.tools.controller.etcd import Etcd
+
+        etcd = Etcd(self.controller.etcd.url)
+        try:
+            while not self.stopped.is_set():
+                try:
+                    if not self._once(etcd):
+                        self.stopped.wait(TICK * 4)
+                except StreamkeepError as err:
+                    log.warning("moving slots: %s", err)
+                    self.stopped.wait(1.0)
+        finally:
+            etcd.close()
+
+    def _once(self, etcd: Etcd) -> bool:
+        current = record.load(etcd, self.controller.cluster)
+        if current is None:
+            return False
+        moves = plans.on_the_move(current.topology)
+        if not moves:
+            return False
+        links = self.controller.links
+        drained = []
+        for slot, source_id, target_id in moves:
+            source, target = links.get(source_id), links.get(target_id)
+            if (source is None or target is None or source.probe.epoch < current.epoch
+                    or target.probe.epoch < current.epoch):
+                continue  # (not every node holds the move yet)
+            self._drain(current.topology, slot, source.address, target_id)
+            drained.append(slot)
+            if self.stopped.is_set():
+                break
+        if not drained:
+            return False
+        for _attempt in range(10):
+            committed = record.commit(etcd, self.controller.cluster, current,
+                                      plans.moved(current.topology, drained))
+            if committed is not None:
+                self.moved_slots += len(drained)
+                log.info("moved %d slots (epoch %d)", len(drained), committed.epoch)
+                return True
+            current = record.load(etcd, self.controller.cluster)
+            if current is None:
+                return False
+        return False
+
+    def _drain(self, topology: Topology, slot: int, source: str, target_id: str) -> None:
+        """The slot's keys sent from the source to the target until it has none."""
+        from streamkeep.tools.cluster import Node
+
+        target = topology.nodes[target_id]
+        node = Node(source, timeout=MIGRATE_TIMEOUT / 1000 + 5)
+        try:
+            while not self.stopped.is_set():
+                keys = node.call("CLUSTER", "GETKEYSINSLOT", slot, MIGRATE_BATCH)
+                if not keys:
+                    return
+                node.call("MIGRATE", target.ip or "127.0.0.1", target.port, "", 0,
+                          MIGRATE_TIMEOUT, "REPLACE", "KEYS", *keys)
+                self.moved_keys += len(keys)
+        finally:
+            node.close()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
 class Controller:
     """A controller of `cluster` (its etcd `etcd`): `run` until `stop` is set."""
 
@@ -149,6 +234,7 @@ class Controller:
         self.leading_since = 0.0
         self.renewed = 0.0
         self.failovers = 0
+        self.mover: Mover | None = None
         self.stop_event = threading.Event()
 
     @property
@@ -195,10 +281,16 @@ class Controller:
             self.lease, self.renewed = lease, time.monotonic()
             self.leading_since = self.renewed
             log.info("controller %s leads cluster %s", self.name, self.cluster)
+            self.mover = Mover(self)
+            self.mover.start()
         else:
             self.etcd.revoke(lease)
 
     def _abdicate(self, why: str) -> None:
+        mover, self.mover = self.mover, None
+        if mover is not None:
+            mover.stop()
+            mover.join()
         for link in self.links.values():
             link.stop()
         self.links.clear()

@@ -11,6 +11,7 @@ not touch: the topology's shape (tools.controller.plans), the record's bytes
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import sys
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 
 PUSH_TIMEOUT: Final = 30.0  # seconds for the controller to bring every node to a new epoch
 FAILOVER_TIMEOUT: Final = 60.0  # seconds for a manual failover's answer
+MOVE_BATCH: Final = 256  # slots set on the move at once
+MOVE_TIMEOUT: Final = 3600.0  # seconds for a batch of slots to be moved
 
 
 def etcd_of(args: argparse.Namespace) -> Etcd:
@@ -193,6 +196,104 @@ def failover(args: argparse.Namespace) -> dict[str, Any]:
     return report_of(change(args, plan), {})
 
 
+def parse_slots(text: str) -> list[int]:
+    """"0-99,200": the slots named (ValueError for anything else)."""
+    from streamkeep.engine.model.keyslot import SLOTS
+
+    slots: list[int] = []
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        if not first.isdigit() or (last and not last.isdigit()):
+            raise ValueError(f"{part!r}: not a slot or a range of slots (0-16383)")
+        lo, hi = int(first), int(last or first)
+        if not 0 <= lo <= hi < SLOTS:
+            raise ValueError(f"{part!r}: slots are 0-16383")
+        slots.extend(range(lo, hi + 1))
+    return sorted(set(slots))
+
+
+def migrate_slots(args: argparse.Namespace) -> dict[str, Any]:
+    """`cluster migrate-slots --to NODE --slots RANGES`: the slots moved to a primary by the
+    controller, a batch at a time."""
+    def moves(topology: Topology) -> dict[int, str]:
+        target = plans.find(topology, args.to).id
+        return {slot: target for slot in parse_slots(args.slots)}
+
+    return _move(args, moves)
+
+
+def rebalance(args: argparse.Namespace) -> dict[str, Any]:
+    """`cluster rebalance`: the slots spread evenly over the primaries by the controller."""
+    return _move(args, plans.rebalanced)
+
+
+def _move(args: argparse.Namespace, planned: Callable[[Topology], dict[int, str]]) -> dict[str, Any]:
+    """The moves `planned` makes of the cluster's topology, committed in etcd a batch of
+    slots at a time; each batch waited for until the controller has moved its keys and given
+    its slots to their targets."""
+    from streamkeep.tools.cluster import NodeError, report_of
+
+    if not args.etcd:
+        raise ValueError("slots are moved by a controller: give --etcd URL")
+    etcd = etcd_of(args)
+    try:
+        current = record.load(etcd, args.cluster)
+        if current is None:
+            raise NodeError(f"cluster {args.cluster} has no topology in {args.etcd}")
+        moves = planned(current.topology)
+        slots = sorted(moves)
+        done = 0
+        for start in range(0, len(slots), MOVE_BATCH):
+            batch = {slot: moves[slot] for slot in slots[start:start + MOVE_BATCH]}
+            committed = _commit_with_retries(etcd, args.cluster,
+                                             functools.partial(_moving, batch))
+            _wait_moved(etcd, args.cluster, batch)
+            done += len(batch)
+            print(f"moved {done} of {len(slots)} slots (epoch {committed.epoch})",
+                  file=sys.stderr)
+        final = record.load(etcd, args.cluster)
+    finally:
+        etcd.close()
+    assert final is not None
+    wait_for_epoch(final.topology, final.epoch)
+    return report_of(final.topology, {})
+
+
+def _moving(batch: dict[int, str], topology: Topology) -> Topology:
+    return plans.moving(topology, batch)
+
+
+def _commit_with_retries(etcd: Etcd, cluster: str,
+                         plan: Callable[[Topology], Topology]) -> record.Record:
+    from streamkeep.tools.cluster import NodeError
+
+    for _attempt in range(20):
+        current = record.load(etcd, cluster)
+        if current is None:
+            raise NodeError(f"cluster {cluster} has no topology")
+        committed = record.commit(etcd, cluster, current, plan(current.topology))
+        if committed is not None:
+            return committed
+    raise NodeError("the topology kept changing under the command; try again")
+
+
+def _wait_moved(etcd: Etcd, cluster: str, batch: dict[int, str]) -> None:
+    """Until every slot of `batch` is its target's, off the move."""
+    from streamkeep.tools.cluster import NodeError
+
+    deadline = time.monotonic() + MOVE_TIMEOUT
+    while time.monotonic() < deadline:
+        current = record.load(etcd, cluster)
+        if current is not None:
+            moving = {slot for slot, _source, _target in plans.on_the_move(current.topology)}
+            if all(current.topology.owners[slot] == target and slot not in moving
+                   for slot, target in batch.items()):
+                return
+        time.sleep(0.1)
+    raise NodeError(f"the slots were not moved within {MOVE_TIMEOUT:g} s: is a "
+                    "`streamkeep cluster controller` running for this cluster?")
+
+
 def run_controller(args: argparse.Namespace) -> int:
     """`streamkeep cluster controller`: lead (or wait to lead) until SIGINT or SIGTERM."""
     from streamkeep.tools.controller.control import Controller
@@ -211,5 +312,6 @@ def run_controller(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_node", "change", "create", "create_managed", "failover", "remove_node", "run_controller",
+__all__ = ["add_node", "change", "create", "create_managed", "failover", "migrate_slots",
+           "parse_slots", "rebalance", "remove_node", "run_controller",
            "wait_for_epoch"]

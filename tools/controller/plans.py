@@ -55,6 +55,15 @@ def failed_over(topology: Topology, replica_id: str) -> Topology:
         if node.primary == old_id or node.id == old_id:
             node.primary = replica_id
     replica.primary = None
+    old = new.nodes[old_id]
+    # The shard's slots on the move go on from its new primary.
+    replica.migrating, old.migrating = old.migrating, {}
+    replica.importing, old.importing = old.importing, {}
+    for node in new.nodes.values():
+        for states in (node.migrating, node.importing):
+            for slot, other in states.items():
+                if other == old_id:
+                    states[slot] = replica_id
     return new
 
 
@@ -96,6 +105,71 @@ def without_node(topology: Topology, node_id: str) -> Topology:
     return new
 
 
+def moving(topology: Topology, moves: dict[int, str]) -> Topology:
+    """Slots set on the move: each slot of `moves` migrating from its owner to the primary
+    named (importing there). A slot that is its target's already, or on the move already, is
+    left as it is."""
+    new = _copy(topology)
+    for slot, target_id in moves.items():
+        target = new.nodes.get(target_id)
+        if target is None or not target.is_primary:
+            raise PlanError(f"no primary {target_id} in the topology")
+        owner_id = new.owners[slot]
+        if owner_id is None:
+            raise PlanError(f"slot {slot} is served by no node: nothing to move")
+        owner = new.nodes[owner_id]
+        if owner_id == target_id or slot in owner.migrating:
+            continue
+        owner.migrating[slot] = target_id
+        target.importing[slot] = owner_id
+    new.recount()
+    return new
+
+
+def moved(topology: Topology, slots: list[int]) -> Topology:
+    """Slots whose keys have all moved given to their targets, their states cleared."""
+    new = _copy(topology)
+    for slot in slots:
+        owner_id = new.owners[slot]
+        if owner_id is None:
+            continue
+        target_id = new.nodes[owner_id].migrating.pop(slot, None)
+        if target_id is None:
+            continue
+        new.nodes[target_id].importing.pop(slot, None)
+        new.owners[slot] = target_id
+    new.recount()
+    return new
+
+
+def on_the_move(topology: Topology) -> list[tuple[int, str, str]]:
+    """Every slot on the move: (slot, source id, target id), in slot order."""
+    return sorted((slot, node.id, target) for node in topology.nodes.values()
+                  for slot, target in node.migrating.items())
+
+
+def rebalanced(topology: Topology) -> dict[int, str]:
+    """The moves that spread the slots evenly over the primaries (each within one slot of
+    the others): from the primaries holding more than their share, their highest slots, to
+    those holding fewer, in order."""
+    primaries = sorted(n.id for n in topology.nodes.values() if n.is_primary)
+    if not primaries:
+        return {}
+    served = [slot for slot, owner in enumerate(topology.owners) if owner is not None]
+    share, extra = divmod(len(served), len(primaries))
+    held = {p: [s for s, o in enumerate(topology.owners) if o == p] for p in primaries}
+    order = sorted(primaries, key=lambda p: -len(held[p]))
+    wanted = {p: share + (1 if i < extra else 0) for i, p in enumerate(order)}
+    spare = [slot for p in order for slot in held[p][wanted[p]:]]
+    moves = {}
+    for p in reversed(order):
+        while len(held[p]) < wanted[p] and spare:
+            slot = spare.pop(0)
+            held[p].append(slot)
+            moves[slot] = p
+    return moves
+
+
 def most_advanced(offsets: dict[str, int]) -> str | None:
     """Of the replicas whose log position is known, the one holding the most of the log (the
     lowest id among equals, so every controller picks the same one); None if none is known."""
@@ -116,4 +190,5 @@ def find(topology: Topology, name: str) -> ClusterNode:
     return matches[0]
 
 
-__all__ = ["PlanError", "failed_over", "find", "most_advanced", "with_node", "without_node"]
+__all__ = ["PlanError", "failed_over", "find", "most_advanced", "moved", "moving", "on_the_move",
+           "rebalanced", "with_node", "without_node"]
