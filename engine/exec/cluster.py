@@ -265,6 +265,10 @@ class Topology:
                 owner = self.owners[slot]
                 if owner == self.myself.id and not self.moving and self.ok:
                     return None, slot
+                if self.moving and self.ok:
+                    moved = self._one_key_on_the_move(session, spec, argv[1], slot, owner)
+                    if moved != NOT_ON_THE_MOVE:
+                        return moved, slot
         commands = queued if queued is not None else ((spec, argv),)
         slot = -1
         shard_channels = False
@@ -302,6 +306,21 @@ class Topology:
             return None, slot
         node = self.nodes[owner] if owner is not None else myself
         return f"MOVED {slot} {self.endpoint(node)}:{node.port}", slot
+
+    def _one_key_on_the_move(self, session: Session, spec: CommandSpec, key: bytes, slot: int,
+                             owner: str | None) -> str | None:
+        """`_on_the_move` for a command whose one key is argv[1], in a few steps (a producer
+        writing to a slot on the move pays little more than before)."""
+        me = self.myself
+        if owner == me.id:
+            target = me.migrating.get(slot)
+            if target is None or spec.name == "migrate" or self.slot_keys.has(key):
+                return None
+            node = self.nodes.get(target)
+            return f"ASK {slot} {self.endpoint(node)}:{node.port}" if node is not None else None
+        if slot in me.importing and (session.asking or spec.is_asking):
+            return None
+        return NOT_ON_THE_MOVE
 
     def _on_the_move(self, session: Session,
                      commands: Sequence[tuple[CommandSpec, Argv]], slot: int) -> str | None:

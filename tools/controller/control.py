@@ -43,8 +43,11 @@ MAX_PROBE_INTERVAL: Final = 1.0
 DEFAULT_NODE_TIMEOUT: Final = 15.0  # seconds, until a node says its cluster-node-timeout
 CONNECT_TIMEOUT: Final = 1.0  # seconds, before the node's timeout is known
 CATCH_UP_TIMEOUT: Final = 30.0  # a manual failover's replica to reach its primary's log
-MIGRATE_BATCH: Final = 100  # keys per MIGRATE: the source waits for the target this long
+MIGRATE_BATCH: Final = 100  # keys of a slot's first MIGRATE
+MIGRATE_BATCH_MAX: Final = 1000
+MIGRATE_HOLD: Final = 0.005  # seconds a MIGRATE should hold the source (its clients wait)
 MIGRATE_TIMEOUT: Final = 10_000  # milliseconds, MIGRATE's
+MOVE_PACE: Final = 2.0  # the source's clients get this many times a batch's time after it
 REQUEST_TTL: Final = 60  # seconds an operator's request waits for a controller
 
 
@@ -202,19 +205,30 @@ class Mover(threading.Thread):
         return False
 
     def _drain(self, topology: Topology, slot: int, source: str, target_id: str) -> None:
-        """The slot's keys sent from the source to the target until it has none."""
+        """The slot's keys sent from the source to the target until it has none: batches
+        sized so that each holds the source about MIGRATE_HOLD (halved after a longer one,
+        doubled after a much shorter one), each followed by MOVE_PACE times its hold for the
+        source's own clients."""
         from streamkeep.tools.cluster import Node
 
         target = topology.nodes[target_id]
         node = Node(source, timeout=MIGRATE_TIMEOUT / 1000 + 5)
+        batch = MIGRATE_BATCH
         try:
             while not self.stopped.is_set():
-                keys = node.call("CLUSTER", "GETKEYSINSLOT", slot, MIGRATE_BATCH)
+                keys = node.call("CLUSTER", "GETKEYSINSLOT", slot, batch)
                 if not keys:
                     return
+                started = time.monotonic()
                 node.call("MIGRATE", target.ip or "127.0.0.1", target.port, "", 0,
                           MIGRATE_TIMEOUT, "REPLACE", "KEYS", *keys)
+                held = time.monotonic() - started
                 self.moved_keys += len(keys)
+                if held > MIGRATE_HOLD:
+                    batch = max(1, batch // 2)
+                elif held < MIGRATE_HOLD / 4:
+                    batch = min(MIGRATE_BATCH_MAX, batch * 2)
+                self.stopped.wait(held * MOVE_PACE)
         finally:
             node.close()
 
