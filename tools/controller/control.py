@@ -47,7 +47,7 @@ MIGRATE_BATCH: Final = 100  # keys of a slot's first MIGRATE
 MIGRATE_BATCH_MAX: Final = 1000
 MIGRATE_HOLD: Final = 0.005  # seconds a MIGRATE should hold the source (its clients wait)
 MIGRATE_TIMEOUT: Final = 10_000  # milliseconds, MIGRATE's
-MOVE_PACE: Final = 2.0  # the source's clients get this many times a batch's time after it
+MOVE_PACE: Final = 4.0  # the source's clients get this many times a batch's time after it
 REQUEST_TTL: Final = 60  # seconds an operator's request waits for a controller
 
 

@@ -29,6 +29,7 @@ from streamkeep.tools.bench import (
 )
 from streamkeep.tools.bench import cluster as bench_cluster
 from streamkeep.tools.bench import failover as bench_failover
+from streamkeep.tools.bench import slot_move as bench_slot_move
 from streamkeep.tools.bench.declarations import (
     Benchmark,
     Figure,
@@ -436,6 +437,9 @@ CLUSTER_SCALING_TARGET = 1.4
 CLUSTER_VS_REDIS_TARGET = 0.5
 # A primary's SIGKILL until its slots take writes at its promoted replica, at most (seconds).
 FAILOVER_TARGET = 5.0
+# A slot's move under a producer: its rate during / before, at least; entries moved per second.
+SLOT_MOVE_PRODUCER_TARGET = 0.5
+SLOT_MOVE_RATE_TARGET = 100_000
 SCALING = f"redis-benchmark --cluster -c {SERVER_CLIENTS} -P {bench_cluster.PIPELINE}"
 
 CLUSTER = Section("cluster", (
@@ -455,6 +459,9 @@ CLUSTER = Section("cluster", (
                           f"{bench_failover.NODE_TIMEOUT_MS} ms: a primary SIGKILLed until "
                           f"its slots take writes at the new one, {bench_failover.ROUNDS} "
                           f"rounds", bench_failover.failover),
+    Benchmark("slot_move", f"a slot of {bench_slot_move.ENTRIES:,} stream entries moved to "
+                           f"another primary by the controller while a producer XADDs to it "
+                           f"(-P {bench_slot_move.PIPELINE})", bench_slot_move.slot_move),
 ), figures=(
     ratio("XADD -P 16: cluster node / plain server", "xadd_p16", "plain_xadd_p16",
           CLUSTER_NODE_TARGET),
@@ -467,6 +474,10 @@ CLUSTER = Section("cluster", (
     extra("failover: SIGKILL to writes at the new primary, median of the rounds", "failover",
           "median_s", unit="s", target=FAILOVER_TARGET, at_most=True),
     extra("failover: the worst round", "failover", "worst_s", unit="s"),
+    extra("slot move: the producer's XADD rate during the move / before it", "slot_move",
+          "during_before", target=SLOT_MOVE_PRODUCER_TARGET),
+    extra("slot move: entries moved per second", "slot_move", "entries_per_s", unit="/s",
+          target=SLOT_MOVE_RATE_TARGET),
 ))
 
 # `bench --compare-pure`: compiled over pure-Python rate per row, each round at least.
