@@ -91,6 +91,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("node", type=_address, metavar="HOST:PORT",
                        help="any node of the cluster")
         p.add_argument("--json", action="store_true", help="the report as JSON")
+        if name == "check":
+            _managed(p)
     add = sub.add_parser("add-node", help="add an empty node: a replica, or a primary with "
                                           "no slot yet",
                          description="Add an empty node to the cluster: a replica of the "
@@ -174,6 +176,10 @@ def _run(command: str, args: argparse.Namespace) -> dict[str, Any]:
         return operations.create(args.nodes, args.replicas, args.etcd, args.cluster)
     if command == "create":
         return create(args.nodes, args.replicas)
+    if command == "check" and args.etcd:
+        from streamkeep.tools.controller import operations
+
+        return operations.check_managed(args, check(args.node))
     if command == "check":
         return check(args.node)
     if command == "info":
@@ -204,6 +210,9 @@ def _text(command: str, result: dict[str, Any]) -> str:
             lag = "" if member["lag"] is None else f", {member['lag']} records behind"
             lines.append(f"  {where}: {slots} slots, epoch {member['epoch']}, "
                          f"{member['state']}, log position {member['offset']}{lag}")
+        if "record_epoch" in result:
+            lines.append(f"  etcd: epoch {result['record_epoch']}, leader "
+                         f"{result['leader'] or 'none'}, {len(result['moving'])} slots on the move")
         lines += [f"[ERR] {problem}" for problem in result["problems"]]
         if not result["problems"]:
             lines.append("[OK] every node holds the same topology; every slot is served")

@@ -294,6 +294,32 @@ def _wait_moved(etcd: Etcd, cluster: str, batch: dict[int, str]) -> None:
                     "`streamkeep cluster controller` running for this cluster?")
 
 
+def check_managed(args: argparse.Namespace, found: dict[str, Any]) -> dict[str, Any]:
+    """`cluster check --etcd`: what the nodes hold (`found`, tools.cluster's check) against
+    the cluster's record: its epoch (a node behind it is a problem), its leading controller
+    (none is a problem), the slots on the move."""
+    etcd = etcd_of(args)
+    try:
+        current = record.load(etcd, args.cluster)
+        leader = etcd.get(record.key(args.cluster, "leader"))
+    finally:
+        etcd.close()
+    if current is None:
+        found["problems"].append(f"cluster {args.cluster} has no topology in {args.etcd}")
+        return found
+    found["record_epoch"] = current.epoch
+    found["leader"] = leader[0].decode("utf-8", "replace") if leader else None
+    found["moving"] = [{"slot": slot, "from": source, "to": target}
+                       for slot, source, target in plans.on_the_move(current.topology)]
+    if leader is None:
+        found["problems"].append("no controller leads the cluster")
+    for member in found["members"]:
+        if member["epoch"] is not None and member["epoch"] < current.epoch:
+            found["problems"].append(f"{member['address']} holds epoch {member['epoch']}, "
+                                     f"etcd {current.epoch}")
+    return found
+
+
 def run_controller(args: argparse.Namespace) -> int:
     """`streamkeep cluster controller`: lead (or wait to lead) until SIGINT or SIGTERM."""
     from streamkeep.tools.controller.control import Controller
@@ -312,6 +338,6 @@ def run_controller(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_node", "change", "create", "create_managed", "failover", "migrate_slots",
+__all__ = ["add_node", "change", "check_managed", "create", "create_managed", "failover", "migrate_slots",
            "parse_slots", "rebalance", "remove_node", "run_controller",
            "wait_for_epoch"]

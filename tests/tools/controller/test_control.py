@@ -144,8 +144,12 @@ def test_a_killed_primary_is_failed_over_and_nothing_acknowledged_is_lost(
     finally:
         etcd_client.close()
     assert current is not None and current.epoch >= 2
-    checked = cli("check", address(first_replica))
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    wait_until(lambda: cli("check", "--etcd", controllers.url, "--cluster", controllers.cluster,
+                           address(first_replica)).returncode == 0)
+    checked = cli("check", "--etcd", controllers.url, "--cluster", controllers.cluster,
+                  address(first_replica))
+    assert f"etcd: epoch {current.epoch}, leader c1, 0 slots on the move" in checked.stdout
+    assert "records behind" in checked.stdout  # (each replica's lag, in records)
 
 
 def _writable(client: Any, key: str) -> bool:
