@@ -51,8 +51,10 @@ modes:
 `streamkeep serve --cluster-enabled yes` on its own data directory, made one
 cluster as `streamkeep cluster create` makes it): RPUSH of unique values to
 keys spread over the slots, through clients that follow MOVED; each round
-SIGKILLs one node at a random moment, every node at once, or one node while
-a newer topology is being set, restarts them on the same port and directory,
+SIGKILLs one node at a random moment, every node at once, one node while a
+newer topology is being set, or (appendfsync always) the source or the target
+of slots being moved with MIGRATE (clients follow ASK), restarts them on the
+same port and directory,
 and checks every shard: every acknowledged push in its list, in order, no
 push twice, torn or never sent, each key only on its slot's node, and each
 node holding the topology (epoch and CLUSTER NODES) it held before.
@@ -342,8 +344,9 @@ def _run(args: argparse.Namespace, notes: list[str]) -> list[Any]:
                      f"{min(args.ops, 300)} operations, seed {args.seed}")
     elif getattr(args, "cluster", None) is not None:
         notes.append(f"sigkill of a cluster of {args.cluster} primaries: rounds kill one node "
-                     f"at a random moment, every node at once, or one node while a newer "
-                     f"topology is set; every shard judged after the restart")
+                     f"at a random moment, every node at once, one node while a newer "
+                     f"topology is set, or (always) the source or target of a slot move; "
+                     f"every shard judged after the restart")
     elif args.mode == "sigkill":
         notes.append(f"sigkill: rounds on one data directory, seed {args.seed}; each round "
                      f"kills {args.target} at a moment (workload, compaction, rotation, "

@@ -10,7 +10,9 @@ to KEYS keys spread over the slots, each driver writing its own keys (a key's pu
 acknowledged in the order they are applied). Each push is recorded as acknowledged, unsent
 (its node refused the connection: it must be absent) or in doubt (the connection dropped with
 it in flight). A round kills one node at a random moment, every node at once, or one node
-while a newer topology (one empty slot handed to the next primary) is being set on the nodes;
+while a newer topology (one empty slot handed to the next primary) is being set on the nodes,
+or (appendfsync always) the source or the target of slots being moved (`Move`: MIGRATING and
+IMPORTING, MIGRATE of their keys one at a time, the drivers following ASK);
 the drivers write on to the live shards a little longer, then the killed nodes restart on the
 same port and data directory, and every node is judged:
 
@@ -29,6 +31,7 @@ Must not touch: how servers start (tools.servers), a node's files, the other mod
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -51,6 +54,9 @@ from streamkeep.tools.servers import HOST, ServerFailed, StreamkeepServer, kill_
 KEYS = 240  # the workload's keys, spread over the slots (every shard gets its share)
 KEY_PREFIX = b"cbc:"
 MOMENTS = ("one node", "every node", "topology")
+# Under appendfsync always, a round that moves slots: its source or target killed mid-move.
+MOVE_MOMENT = "slot move"
+MOVED_SLOTS = 8  # slots of workload keys a move round moves (their keys one MIGRATE each)
 DEFAULT_ROUNDS = 12
 MAX_REDIRECTS = 5  # MOVED replies followed for one command before it counts as refused
 SEGMENT_MAX_BYTES = 32 << 10  # (as the sigkill mode: rotations and compactions within rounds)
@@ -80,6 +86,15 @@ def moved_to(line: str, asked: Address) -> tuple[int, Address] | None:
     return int(words[1]), (host.strip("[]") or asked[0], int(port))
 
 
+def asked_at(line: str, asked: Address) -> Address | None:
+    """The address of an `ASK <slot> <host>:<port>` error line, or None for any other line."""
+    words = line.split()
+    if len(words) != 3 or words[0] != "ASK" or not words[1].isdigit():
+        return None
+    host, _, port = words[2].rpartition(":")
+    return (host.strip("[]") or asked[0], int(port)) if port.isdigit() else None
+
+
 class ClusterTarget:
     """A crash bench Target over a cluster: a command goes to the node the client believes
     serves its key's slot (`argv[1]`), every slot first believed the `seed` node's; a MOVED
@@ -101,6 +116,10 @@ class ClusterTarget:
             try:
                 return link.execute(argv)
             except CommandFailed as err:
+                asked = asked_at(str(err), address)
+                if asked is not None:  # (a slot on the move: once, there, after ASKING)
+                    self.redirects += 1
+                    return self._ask(asked, argv)
                 moved = moved_to(str(err), address)
                 if moved is None:
                     raise
@@ -110,6 +129,17 @@ class ClusterTarget:
                 self.links.pop(address, None)
                 raise
         raise CommandFailed(f"ERR more than {MAX_REDIRECTS} MOVED replies for slot {slot}")
+
+    def _ask(self, address: Address, argv: Sequence[bytes]) -> Any:
+        link = self._link(address)
+        try:
+            replies = link.pipeline([[b"ASKING"], list(argv)])
+        except ConnectionLost:
+            self.links.pop(address, None)
+            raise
+        if isinstance(replies[1], CommandFailed):
+            raise replies[1]
+        return replies[1]
 
     def _link(self, address: Address) -> RespTarget:
         link = self.links.get(address)
@@ -361,6 +391,8 @@ class Run:
     kills: int = 0
     lost: int = 0  # acknowledged pushes found lost, over every judgement
     stale: int = 0  # nodes restarted holding the older topology (killed before they took it)
+    moves: int = 0  # slot-move rounds
+    sent_before_kill: int = 0  # keys a move round had sent when its node was killed
     next_op: int = 0  # the next round's drivers number their pushes from here (values unique)
 
 
@@ -384,12 +416,13 @@ def rows(policy: str, nodes: int, seed: int, points: int | None, seconds: float 
             raise ClusterFailed(f"the cluster of {nodes} could not be made: {err}") from None
         run = new_run(row, cluster, policy, seed)
         n = 0
+        moments = MOMENTS + ((MOVE_MOMENT,) if policy == "always" else ())
         while rounds is None or row.covered < rounds:
             if seconds is not None and time.monotonic() - began > seconds:
                 break
             n += 1
             row.reached += 1
-            play_round(run, MOMENTS[(n - 1) % len(MOMENTS)], n)
+            play_round(run, moments[(n - 1) % len(moments)], n)
             if progress is not None:
                 progress(f"cluster of {nodes} {policy} sigkill", row.covered,
                          rounds or row.covered)
@@ -420,7 +453,8 @@ def summary(run: Run) -> str:
             f"{held:,} the nodes hold at the end each checked after every round since its "
             f"own ({run.checked:,} checks; per shard: {shards}); {run.lost} acknowledged "
             f"lost; {run.stale} node(s) restarted holding the older topology (MOVED by it "
-            f"checked); {run.redirects:,} MOVED replies followed")
+            f"checked); {run.redirects:,} MOVED and ASK replies followed; {run.moves} slot "
+            f"moves killed in the middle ({run.sent_before_kill} keys sent before the kills)")
 
 
 def _drivers(run: Run) -> list[Driver]:
@@ -456,6 +490,11 @@ def play_round(run: Run, moment: str, n: int) -> None:
     took: dict[int, bool] = {}
     time.sleep(rng.uniform(0.05, 0.6))
     victims = list(range(count)) if moment == "every node" else [rng.randrange(count)]
+    move: Move | None = None
+    if moment == MOVE_MOMENT:
+        move = Move.begin(run)
+        victims = [rng.choice((move.source, move.target))]
+        time.sleep(rng.uniform(0.0, 0.02))
     if moment == "topology":
         newer = newer_topology(cluster)
         pusher = threading.Thread(target=_push_topology, args=(cluster, newer, took),
@@ -468,11 +507,18 @@ def play_round(run: Run, moment: str, n: int) -> None:
     run.kills += len(victims)
     if pusher is not None:
         pusher.join()
+    if move is not None:
+        move.join()
+        run.moves += 1
+        run.sent_before_kill += move.migrated
     time.sleep(rng.uniform(0.05, 0.3))  # the live shards written on, the dead ones refused
     _stop(run, drivers)
     what = (f"{len(victims)} kill{'s' if len(victims) > 1 else ''}: "
             + ", ".join(f"node {i + 1}" for i in victims)
-            + (" while a newer topology was set" if moment == "topology" else ""))
+            + (" while a newer topology was set" if moment == "topology" else "")
+            + (f" while {len(move.slots)} slots moved from node {move.source + 1} to node "
+               f"{move.target + 1} ({move.migrated} keys sent before the kill)"
+               if move is not None else ""))
     where = f"round {n} ({moment}: {what})"
     recovery = 0.0
     for i in victims:
@@ -486,8 +532,14 @@ def play_round(run: Run, moment: str, n: int) -> None:
                         seed=run.seed)
             return
         recovery = max(recovery, time.monotonic() - began)
+    if move is not None:
+        problem = move.finish()
+        if problem:
+            _violation(run, Violation("topology", f"the move resumed: {problem}"), n, where)
     violations, lost, window = check_shards(run, n, where, crash_at)
-    if newer is not None:
+    if move is not None:
+        violations += _judge_move_round(run, n, where, move)
+    elif newer is not None:
         violations += _judge_topology_round(run, n, where, newer, took)
     else:
         violations += check_topology(run, n, where)
@@ -495,6 +547,90 @@ def play_round(run: Run, moment: str, n: int) -> None:
                 recovery, sum(dir_bytes(cluster.servers[i].data_dir) for i in victims),
                 at_s=crash_at, where=where, seed=run.seed,
                 op=sum(p.state == ACKED for ps in run.history.values() for p in ps))
+
+
+class Move(threading.Thread):
+    """A move round's slots moved as redis-cli moves them, by the bench: IMPORTING on the
+    target, MIGRATING on the source, then each key sent with MIGRATE ... REPLACE, one at a time,
+    until a node dies (`begin`, then this thread); once the killed node is back, the rest sent
+    and every node told `SETSLOT slot NODE target` (`finish`)."""
+
+    def __init__(self, cluster: Cluster, slots: list[int], source: int, target: int) -> None:
+        super().__init__(daemon=True, name="crashbench-cluster-move")
+        self.cluster, self.slots, self.source, self.target = cluster, slots, source, target
+        self.target_id = ""
+        self.migrated = 0
+
+    @staticmethod
+    def begin(run: Run) -> Move:
+        """The slots of up to MOVED_SLOTS workload keys of one node set on the move to the
+        next node, and their keys' sending begun."""
+        cluster = run.cluster
+        count = len(cluster.servers)
+        source = run.rng.randrange(count)
+        target = (source + 1) % count
+        slots = sorted({key_slot(k) for k in run.keys
+                        if cluster.owner[key_slot(k)] == source})[:MOVED_SLOTS]
+        move = Move(cluster, slots, source, target)
+        ids = [_text(_node_call(server, b"CLUSTER", b"MYID")) for server in cluster.servers]
+        for slot in slots:
+            _node_call(cluster.servers[target], b"CLUSTER", b"SETSLOT", b"%d" % slot,
+                       b"IMPORTING", ids[source].encode())
+            _node_call(cluster.servers[source], b"CLUSTER", b"SETSLOT", b"%d" % slot,
+                       b"MIGRATING", ids[target].encode())
+        move.target_id = ids[target]
+        move.start()
+        return move
+
+    def run(self) -> None:
+        with contextlib.suppress(ConnectionLost, CommandFailed):  # (a node was killed:
+            self._send_all()  # `finish` sends the rest)
+
+    def _send_all(self) -> None:
+        source = self.cluster.servers[self.source]
+        port = b"%d" % self.cluster.servers[self.target].port
+        with RespTarget(HOST, source.port) as link:
+            for slot in self.slots:
+                while True:
+                    keys = link.execute([b"CLUSTER", b"GETKEYSINSLOT", b"%d" % slot, b"1"])
+                    if not keys:
+                        break
+                    link.execute([b"MIGRATE", HOST.encode(), port, b"", b"0", b"10000",
+                                  b"REPLACE", b"KEYS", *keys])
+                    self.migrated += len(keys)
+
+    def finish(self) -> str:
+        """The move completed after the restart: "" or what failed."""
+        try:
+            self._send_all()
+            for server in self.cluster.servers:
+                for slot in self.slots:
+                    _node_call(server, b"CLUSTER", b"SETSLOT", b"%d" % slot, b"NODE",
+                               self.target_id.encode())
+        except (ConnectionLost, CommandFailed) as err:
+            return str(err)
+        for slot in self.slots:
+            self.cluster.owner[slot] = self.target
+        return ""
+
+
+def _judge_move_round(run: Run, n: int, where: str, move: Move) -> list[Violation]:
+    """After a move round: every node holds the same topology, the moved slots the target's
+    (a read of one answered by the target, MOVED there by the others); the new baseline."""
+    cluster = run.cluster
+    violations: list[Violation] = []
+    try:
+        _settle(cluster)
+    except (ConnectionLost, CommandFailed) as err:
+        return _report(run, n, where, [Violation("topology", f"after the move: {err}")])
+    if len({tuple(_layout(v)) for v in cluster.views}) != 1:
+        violations.append(Violation("topology", "the nodes disagree after the move"))
+    for slot in move.slots:
+        if cluster.owner[slot] != move.target:
+            violations.append(Violation("topology", f"slot {slot} is node "
+                                                    f"{cluster.owner[slot] + 1}'s after the "
+                                                    f"move, not node {move.target + 1}'s"))
+    return _report(run, n, where, violations)
 
 
 def _push_topology(cluster: Cluster, newer: tuple[int, list[bytes], list[int]],
