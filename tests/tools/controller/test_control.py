@@ -22,6 +22,7 @@ from streamkeep.engine.model.keyslot import key_slot
 from streamkeep.tools.controller import record
 from streamkeep.tools.controller.etcd import Etcd
 from tests.support.etcd import etcd  # noqa: F401  (the fixture)
+from tests.support.exporter import Exporters
 
 pytestmark = pytest.mark.redis
 
@@ -162,22 +163,32 @@ def _writable(client: Any, key: str) -> bool:
 
 def test_a_primary_nobody_vouches_for_refuses_writes(spawn, tmp_path, controllers):
     """Its controller gone and its replica gone, a managed primary stops after its timeout
-    (the replica may have been promoted elsewhere), and serves again once either is back."""
+    (the replica may have been promoted elsewhere), and serves again once either is back;
+    Prometheus's redis exporter shows the node's cluster state and epoch, and the fence."""
     servers = start_nodes(spawn, tmp_path, 2)
     controller = controllers.start("c1")
     create(controllers, servers, 1)
     primary, replica = servers
     client = primary.client()
     client.set("a", "1")
-    controller.send_signal(signal.SIGSTOP)  # the controller unheard of
+    exporters = Exporters(tmp_path)
     try:
-        replica.kill()
-        wait_until(lambda: not _writable(client, "a"))
-        with pytest.raises(redis.ResponseError, match="^The cluster is down"):
-            client.set("a", "2")
+        exporters.start(primary.port)
+        metrics = exporters.scrape(primary.port)  # (Prometheus sees the node's cluster)
+        assert metrics["redis_cluster_state"][()] == 1
+        assert metrics["redis_cluster_current_epoch"][()] >= 1
+        controller.send_signal(signal.SIGSTOP)  # the controller unheard of
+        try:
+            replica.kill()
+            wait_until(lambda: not _writable(client, "a"))
+            with pytest.raises(redis.ResponseError, match="^The cluster is down"):
+                client.set("a", "2")
+            assert exporters.scrape(primary.port)["redis_cluster_state"][()] == 0
+        finally:
+            controller.send_signal(signal.SIGCONT)
+        wait_until(lambda: _writable(client, "a"))
     finally:
-        controller.send_signal(signal.SIGCONT)
-    wait_until(lambda: _writable(client, "a"))
+        exporters.close()
 
 
 def test_a_second_controller_takes_over_a_killed_leader(spawn, tmp_path, controllers):
