@@ -20,7 +20,7 @@ from tests.support.walkthrough import Walkthrough, copy_checkout
 
 GETTING_STARTED = [PAGES / "getting-started" / name
                    for name in ("embedded.md", "server.md", "queue.md", "worker-pool.md",
-                                "asyncio.md", "cluster.md")]
+                                "asyncio.md", "cluster.md", "cluster-controller.md")]
 
 pytestmark = pytest.mark.timeout(900)
 

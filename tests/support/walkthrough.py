@@ -11,7 +11,8 @@ How a line runs:
   the end, or until the next `make run`, which first stops it as Ctrl-C does;
 - `make venv`: nothing: the copy's .venv is the suite's own environment, linked. (Running make
   would install the copy into it.) `make test` is this suite: nothing either;
-- `streamkeep serve ...`: in the background, like `make run`;
+- `streamkeep serve ...`, `streamkeep cluster controller ...` and `etcd ...`: in the
+  background, like `make run`;
 - `. .venv/bin/activate` (or `source`): the environment it sets holds for every later line;
 - anything else: bash, a block's consecutive lines as one script (`set -e -o pipefail`;
   redis-cli with `-e`, so an error reply fails too). It must exit 0 and print no traceback;
@@ -46,6 +47,10 @@ PORT = "6390"
 TIMEOUT = 300.0  # seconds for one script or block (the queue tutorial waits for a timeout)
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
+# The line each kind of background server prints once it serves.
+SERVE_READY = " listening on "
+CONTROLLER_READY = ": started"
+ETCD_READY = "ready to serve client requests"
 # Every command sees redis-cli with -e: an error reply is a failure, as a user reads it.
 PREAMBLE = 'redis-cli() { command redis-cli -e "$@"; }\nset -e -o pipefail\n'
 
@@ -61,6 +66,7 @@ class Step:
 class Server:
     argv: list[str]
     proc: subprocess.Popen[str]
+    ready: str = " listening on "  # the line that says it serves
     lines: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -72,7 +78,7 @@ class Server:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self.lines.append(line)
-            if " listening on " in line:
+            if self.ready in line:
                 self.listening.set()
         self.listening.set()
 
@@ -144,6 +150,10 @@ class Walkthrough:
             return self._activate
         if Path(words[0]).name == "streamkeep" and words[1:2] == ["serve"]:
             return self._serve
+        if Path(words[0]).name == "streamkeep" and words[1:3] == ["cluster", "controller"]:
+            return self._controller
+        if words[0] == "etcd":
+            return self._etcd
         return None
 
     def _run_script(self, where: str, lines: list[str]) -> None:
@@ -191,6 +201,12 @@ class Walkthrough:
     def _serve(self, where: str, words: list[str]) -> None:
         self._start(where, shlex.split(self._ported(shlex.join(words))))
 
+    def _controller(self, where: str, words: list[str]) -> None:
+        self._start(where, words, ready=CONTROLLER_READY)
+
+    def _etcd(self, where: str, words: list[str]) -> None:
+        self._start(where, words, ready=ETCD_READY)
+
     def _activate(self, where: str, words: list[str]) -> None:
         script = f"{shlex.join(words)} && env -0"
         done = subprocess.run(["bash", "-c", script], cwd=self.repo, env=self.env,
@@ -199,7 +215,7 @@ class Walkthrough:
         self.env = dict(item.split("=", 1) for item in done.stdout.split("\0") if "=" in item)
         self.steps.append(Step(where, shlex.join(words), ""))
 
-    def _start(self, where: str, argv: list[str]) -> Server:
+    def _start(self, where: str, argv: list[str], ready: str = SERVE_READY) -> Server:
         program = shutil.which(argv[0], path=self.env.get("PATH")) \
             if "/" not in argv[0] else str(self.repo / argv[0])
         assert program is not None and os.path.exists(program), \
@@ -207,7 +223,7 @@ class Walkthrough:
         proc = subprocess.Popen([program, *argv[1:]], cwd=self.repo, env=self.env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
-        server = Server(argv, proc)
+        server = Server(argv, proc, ready)
         self.servers.append(server)
         deadline = time.monotonic() + START_TIMEOUT
         while not server.listening.wait(0.1) and time.monotonic() < deadline:
@@ -219,7 +235,8 @@ class Walkthrough:
 
     def _stop(self, server: Server) -> None:
         status = server.stop()
-        if status != 0:
+        if status != 0 and not (server.ready == ETCD_READY and status == -signal.SIGINT):
+            # (etcd's own clean stop on Ctrl-C is its death by SIGINT)
             self.stopped_badly.append(f"{shlex.join(server.argv)}: exit {status}\n"
                                       f"{server.output()}")
         self.servers.remove(server)
@@ -230,8 +247,8 @@ class Walkthrough:
     def close(self) -> None:
         from tests.support.shared_dirs import servers_under, stop_servers
 
-        for server in list(self.servers):
-            self._stop(server)
+        for server in reversed(list(self.servers)):  # (the last started first: a controller
+            self._stop(server)  # before the etcd under it)
         # The servers of directories a page opened with shared=True (they outlive the
         # page's process by design, and exit once idle): stopped now, as Ctrl-C would.
         for pid in servers_under(self.repo):

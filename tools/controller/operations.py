@@ -328,6 +328,9 @@ def run_controller(args: argparse.Namespace) -> int:
                         format="%(asctime)s controller: %(message)s")
     etcd = etcd_of(args)
     controller = Controller(etcd, args.cluster, args.name)
+    logging.getLogger("streamkeep.controller").info(
+        "controller %s of cluster %s, etcd %s: started", controller.name, args.cluster,
+        args.etcd)
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: controller.stop())
