@@ -464,7 +464,7 @@ def run(tmp_path: Path, seed: int, steps: int) -> dict[str, Any]:
 
 
 def test_cluster_partitions_short_schedule(tmp_path: Path) -> None:
-    print(run(tmp_path, seed=11, steps=3))
+    print(run(tmp_path, seed=11, steps=len(FAULTS)))
 
 
 @pytest.mark.slow

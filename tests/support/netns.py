@@ -21,6 +21,7 @@ hosts from the test itself.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -232,10 +233,8 @@ class Bridge:
         for ns in (*self.ns.values(), self.hub):
             found = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
             for pid in found.stdout.split():  # (a child of a process started here)
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
     def __enter__(self) -> Bridge:
