@@ -27,6 +27,10 @@ own record (only writes a `WAIT 1` confirmed count as acknowledged):
   before and just after the write, when they agree; writes sent after ASKING apart: during a
   move the slot's source and target both serve it, at one epoch).
 
+The workload sends WAIT in a round trip of its own after the write: pipelined behind the write
+on a managed node, `WAIT 1 500` took 200-500 ms or answered 0 (sent alone: about a
+millisecond), which starved the workload of acknowledged writes.
+
 `make test` runs one seed's short schedule; `make soak` (the slow marker) 50 seeds' longer
 ones. A failure names the seed and the schedule: `run(tmp_path, seed, steps)` replays it.
 """
@@ -69,6 +73,7 @@ OUTAGE = 3.0  # seconds a failing-over fault lasts: three node timeouts
 SHORT_FAULT = 2.0  # seconds the others last
 SETTLE_TIMEOUT = 90.0  # a liveness bound: the cluster must settle at all
 MOVE_SLOTS = 24  # slots per move
+WORKERS = 3  # workload processes on w: one stuck on a partitioned shard stalls no other
 PY = sys.executable
 
 
@@ -434,19 +439,24 @@ def run(tmp_path: Path, seed: int, steps: int) -> dict[str, Any]:
         try:
             cluster.create()
             cluster.until(cluster.settled, f"the cluster never settled ({where})")
-            out = tmp_path / "workload.out"
-            with open(out, "w") as sink:
-                workload = net.run("w", [PY, "-m", "tests.support.cluster_client", str(seed),
-                                         *(f"{net.addr[h]}:{PORT}" for h in NODES)],
-                                   cwd=ROOT, stdout=sink, stderr=cluster._log("workload"))
-                cluster.until(lambda: out.stat().st_size > 2000, f"no writes ({where})")
-                hits = []
-                for step, fault in enumerate(schedule):
-                    hits.append(f"{fault}: {cluster.fault(fault, rng)}")
-                    cluster.until(cluster.settled,
-                                  f"no settling after step {step} ({hits[-1]}); {where}")
-                time.sleep(1.0)
-                cluster.kill(workload)
+            outs = [tmp_path / f"workload-{i}.out" for i in range(WORKERS)]
+            workers = []
+            for i, out in enumerate(outs):
+                with open(out, "w") as sink:  # (the child holds it)
+                    workers.append(net.run(
+                        "w", [PY, "-m", "tests.support.cluster_client", str(seed), str(i),
+                              *(f"{net.addr[h]}:{PORT}" for h in NODES)],
+                        cwd=ROOT, stdout=sink, stderr=cluster._log(f"workload-{i}")))
+            cluster.until(lambda: all(o.stat().st_size > 1000 for o in outs),
+                          f"no writes ({where})")
+            hits = []
+            for step, fault in enumerate(schedule):
+                hits.append(f"{fault}: {cluster.fault(fault, rng)}")
+                cluster.until(cluster.settled,
+                              f"no settling after step {step} ({hits[-1]}); {where}")
+            time.sleep(1.0)
+            for worker in workers:
+                cluster.kill(worker)
             net.heal()
             cluster.until(cluster.settled, f"the end never settled; {where}; {hits}")
             seen = cluster.dump()
@@ -455,7 +465,7 @@ def run(tmp_path: Path, seed: int, steps: int) -> dict[str, Any]:
         finally:
             cluster.close()
     where += f"; faults hit: {hits}"
-    done = history(out.read_text().splitlines())
+    done = history([line for out in outs for line in out.read_text().splitlines()])
     checked = check(seen, done, where)
     return {"seed": seed, "schedule": schedule, "acknowledged": checked,
             "doubt": len(done["doubt"]), "refused": len(done["refused"]),

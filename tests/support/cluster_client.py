@@ -1,7 +1,7 @@
 """The workload host of the cluster partition test (tests/crash/test_cluster_partitions.py),
 run inside its network namespace (tests/support/netns's Bridge):
 
-    python -m tests.support.cluster_client SEED HOST:PORT ...   until killed
+    python -m tests.support.cluster_client SEED WORKER HOST:PORT ...   until killed
 
 A slot-routing client of its own (a slot map from CLUSTER SLOTS, MOVED and ASK followed, the map
 read again from another node after CLUSTERDOWN or a dropped connection) writes over many slots:
@@ -88,7 +88,7 @@ class Router:
             # One connection: the pipeline and the WAIT after it go down the same one.
             pool = redis.BlockingConnectionPool(
                 host=address[0], port=address[1], max_connections=1, timeout=5,
-                socket_timeout=3, socket_connect_timeout=2)
+                socket_timeout=1.5, socket_connect_timeout=1)
             found = self.links[address] = redis.Redis(connection_pool=pool)
         return found
 
@@ -162,8 +162,9 @@ class Doubt(Exception):
 
 
 class Workload:
-    def __init__(self, seed: int, seeds: list[Address]) -> None:
-        self.rng = random.Random(seed)
+    def __init__(self, seed: int, worker: int, seeds: list[Address]) -> None:
+        self.rng = random.Random(seed * 1000 + worker)
+        self.worker = worker  # (its keys, values and consumer name its own)
         self.router = Router(seeds, self.rng)
         self.n = 0
         self.unacked: dict[str, list[str]] = {s: [] for s in STREAMS}  # confirmed deliveries
@@ -195,7 +196,7 @@ class Workload:
 
     def step(self) -> None:
         self.n += 1
-        n, roll = self.n, self.rng.random()
+        n, roll = f"{self.worker}:{self.n}", self.rng.random()
         if roll < 0.5:
             key, value = f"k:{n}", f"v{n}"
             done = self.attempt(["SET", key, value], key)
@@ -208,7 +209,7 @@ class Workload:
                 say(op="rpush", key=key, value=value, **done[1])
         elif roll < 0.9:
             key = self.rng.choice(STREAMS)
-            done = self.attempt(["XADD", key, "*", "n", str(n)], key)
+            done = self.attempt(["XADD", key, "*", "n", n], key)
             if done:
                 say(op="xadd", key=key, value=text(done[0]), **done[1])
         else:
@@ -223,7 +224,7 @@ class Workload:
             if done:
                 say(op="xack", key=key, ids=ids, **done[1])
             return
-        done = self.attempt(["XREADGROUP", "GROUP", GROUP, "c", "COUNT", "5", "STREAMS", key,
+        done = self.attempt(["XREADGROUP", "GROUP", GROUP, f"c{self.worker}", "COUNT", "5", "STREAMS", key,
                              ">"], key)
         if done and done[0]:
             ids = [text(entry[0]) for _stream, entries in done[0] for entry in entries]
@@ -233,8 +234,8 @@ class Workload:
 
 
 def main(argv: list[str]) -> int:
-    seeds = [(host, int(port)) for host, _, port in (a.rpartition(":") for a in argv[1:])]
-    workload = Workload(int(argv[0]), seeds)
+    seeds = [(host, int(port)) for host, _, port in (a.rpartition(":") for a in argv[2:])]
+    workload = Workload(int(argv[0]), int(argv[1]), seeds)
     workload.router.refresh()
     workload.setup()
     say(op="ready")
