@@ -143,6 +143,7 @@ class Sender:
         # What is written now, read once (without the engine lock): the pump sends up to
         # there and stops, instead of chasing a writer that never pauses.
         segment, written = self.primary.datadir.journal.written_end
+        sent = False  # records written to the replica by this pump
         try:
             while transport.get_write_buffer_size() < HIGH_WATER and not self.closed:
                 if self.state == "send_bulk":
@@ -155,11 +156,12 @@ class Sender:
                     published = self.published
                     while published:  # after every record written before they were
                         self._write(published.popleft())
-                    if self.want_getack:
+                    if self.want_getack or (sent and self.primary.ack_wanted > self.ack_lsn):
                         self.want_getack = False
                         self._write(link.GETACK)
                     return
                 self.caught_up = False
+                sent = True
                 self._write(data)
         except BacklogGone as err:
             log.warning("replica %s:%d: %s; dropping it (it will sync in full)", self.ip,
@@ -271,6 +273,11 @@ class Primary:
         self.sync_partial_err = 0
         self.sent_bytes = 0  # to replicas, since start (INFO's total_net_repl_output_bytes)
         self.pump_scheduled = False
+        # The highest LSN a WAIT or WAITAOF waits for: a replica that is sent records while
+        # its ACK is below it is asked for an ACK once they are sent (a WAIT pipelined right
+        # behind its write would otherwise ask before the write reaches the replica, and
+        # hear of it only at the next tick's GETACK).
+        self.ack_wanted = 0
         self.on_ack: Any = None  # the waits' check, set by the service
         self.locator = ThreadPoolExecutor(1, thread_name_prefix="psync-locate")
 

@@ -279,6 +279,7 @@ class ReplicationService:
 
         if count() >= numreplicas or not block:
             return count()
+        self.primary.ack_wanted = max(self.primary.ack_wanted, target)
         self.primary.getack_all()
         return self._later(Wait(self.waits, count, lambda: count() >= numreplicas,
                                 timeout_ms, polled=False))
@@ -303,6 +304,7 @@ class ReplicationService:
         if numlocal and journal.synced_lsn < target:
             # Under everysec the next fsync is up to a second away: make it now, off the loop.
             threading.Thread(target=journal.sync, name="waitaof-fsync", daemon=True).start()
+        self.primary.ack_wanted = max(self.primary.ack_wanted, target)
         self.primary.getack_all()
         return self._later(Wait(self.waits, counts, done, timeout_ms, polled=bool(numlocal)))
 

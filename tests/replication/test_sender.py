@@ -266,3 +266,60 @@ def test_under_always_a_record_whose_write_rotated_the_segment_is_sent(
         client.close()
     finally:
         handle.stop()
+
+
+def _getack_after(sock: socket.socket, data: bytes) -> tuple[int, bytes]:
+    """Records (AOF frames) on a replica's stream before the next GETACK frame, and the bytes
+    read past it."""
+    from streamkeep.aof.codec import FRAME, FRAME_SIZE
+
+    records = 0
+    while True:
+        while len(data) < FRAME_SIZE:
+            chunk = sock.recv(1 << 16)
+            assert chunk, "the primary closed the link"
+            data += chunk
+        length, _crc = FRAME.unpack_from(data)
+        if length == 0:
+            return records, data[FRAME_SIZE:]
+        while len(data) < FRAME_SIZE + length:
+            chunk = sock.recv(1 << 16)
+            assert chunk, "the primary closed the link"
+            data += chunk
+        data = data[FRAME_SIZE + length:]
+        records += 1
+
+
+def test_a_wait_pipelined_behind_its_write_asks_for_the_ack_after_the_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """WAIT in the same pipeline as its write runs before the write's record is pumped: the
+    GETACK it asks for at once goes ahead of the record, so the replica must be asked again
+    once the record is sent (else WAIT hears of it at the next tick's GETACK, up to a second
+    later, where Redis answers at once). The tick's GETACK is switched off here: without the
+    second GETACK the replica's stream never asks again, and the read times out."""
+    monkeypatch.setattr(sender.Primary, "tick", lambda self, timeout: None)
+    engine = Engine.open(str(tmp_path / "p"), auto_aof_rewrite_percentage=0)
+    handle = start_server(engine)
+    try:
+        journal = engine.datadir.journal
+        engine.execute("SET", "before", "1")
+        replid, lsn = engine.datadir.history()[0], journal.lsn
+        with socket.create_connection(("127.0.0.1", handle.port), 10) as replica, \
+                socket.create_connection(("127.0.0.1", handle.port), 10) as waiter:
+            replica.settimeout(10)
+            replica.sendall(b"REPLCONF capa sk-records\r\n")
+            assert replica.recv(5) == b"+OK\r\n"
+            replica.sendall(f"PSYNC {replid} {lsn}\r\n".encode())
+            data = b""
+            while b"\r\n" not in data:
+                data += replica.recv(4096)
+            line, data = data.split(b"\r\n", 1)
+            assert line == f"+CONTINUE {replid}".encode()
+            _until(lambda: journal.on_written is not None, "the replica hooks the journal")
+            waiter.sendall(b"SET k v\r\nWAIT 1 0\r\n")
+            records, data = _getack_after(replica, data)
+            if records == 0:  # (the GETACK WAIT asked for at once, ahead of the record)
+                records, data = _getack_after(replica, data)
+            assert records == 1  # the write's record, then a GETACK after it
+    finally:
+        handle.stop()
