@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -167,7 +168,21 @@ class Bridge:
             self.close()
             raise
 
+    @staticmethod
+    def sweep() -> None:
+        """The namespaces a run killed before its `close` left (an interrupt in the middle of
+        it): those of a tag no live process has."""
+        live = {str(int(name) % 100000) for name in os.listdir("/proc") if name.isdigit()}
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+        for line in listed.stdout.splitlines():
+            name = line.split()[0] if line.split() else ""
+            match = re.fullmatch(r"skbr?(\d+)[a-z0-9]*", name)
+            if match is None or match.group(1) in live:
+                continue
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
     def _make(self, tag: str) -> None:
+        self.sweep()
         for ns in (self.hub, *self.ns.values()):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)  # a leftover
             _sh("ip", "netns", "add", ns)
