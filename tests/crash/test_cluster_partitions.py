@@ -27,9 +27,7 @@ own record (only writes a `WAIT 1` confirmed count as acknowledged):
   before and just after the write, when they agree; writes sent after ASKING apart: during a
   move the slot's source and target both serve it, at one epoch).
 
-The workload sends WAIT in a round trip of its own after the write: pipelined behind the write
-on a managed node, `WAIT 1 500` took 200-500 ms or answered 0 (sent alone: about a
-millisecond), which starved the workload of acknowledged writes.
+The workload sends WAIT in a round trip of its own after the write.
 
 `make test` runs one seed's short schedule; `make soak` (the slow marker) 50 seeds' longer
 ones. A failure names the seed and the schedule: `run(tmp_path, seed, steps)` replays it.
