@@ -216,10 +216,11 @@ def member_address(member: Any, asked: str) -> str:
     return f"{member.ip or split_address(asked)[0]}:{member.port}"
 
 
-def survey(address: str) -> tuple[Any, dict[str, dict[str, Any]]]:
-    """The topology `address` holds, and per node it names: its reachability, the epoch and
-    the topology text it holds, its keys."""
-    topology = topology_of(address)
+def survey(address: str, topology: Any = None) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """The topology `address` holds (or `topology`, given: etcd's), and per node it names:
+    its reachability, the epoch and the topology text it holds, its keys."""
+    if topology is None:
+        topology = topology_of(address)
     seen: dict[str, dict[str, Any]] = {}
     for node_id, member in topology.nodes.items():
         where = member_address(member, address)
@@ -343,8 +344,10 @@ def _members(topology: Any, seen: dict[str, dict[str, Any]]) -> list[dict[str, A
     return members
 
 
-def info(address: str) -> dict[str, Any]:
-    topology, seen = survey(address)
+def info(address: str, topology: Any = None) -> dict[str, Any]:
+    """`info`'s report: each primary's address, id, slots, replicas and keys (of the topology
+    `address` holds, or of `topology`, given)."""
+    topology, seen = survey(address, topology)
     report = report_of(topology, {node_id: entry["address"] for node_id, entry in seen.items()})
     for primary in report["primaries"]:
         primary["keys"] = seen.get(primary["id"], {}).get("keys")

@@ -91,8 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("node", type=_address, metavar="HOST:PORT",
                        help="any node of the cluster")
         p.add_argument("--json", action="store_true", help="the report as JSON")
-        if name == "check":
-            _managed(p)
+        _managed(p)
     add = sub.add_parser("add-node", help="add an empty node: a replica, or a primary with "
                                           "no slot yet",
                          description="Add an empty node to the cluster: a replica of the "
@@ -182,6 +181,10 @@ def _run(command: str, args: argparse.Namespace) -> dict[str, Any]:
         return operations.check_managed(args, check(args.node))
     if command == "check":
         return check(args.node)
+    if command == "info" and args.etcd:
+        from streamkeep.tools.controller import operations
+
+        return info(args.node, operations.record_topology(args))
     if command == "info":
         return info(args.node)
     if command == "add-node":

@@ -294,6 +294,20 @@ def _wait_moved(etcd: Etcd, cluster: str, batch: dict[int, str]) -> None:
                     "`streamkeep cluster controller` running for this cluster?")
 
 
+def record_topology(args: argparse.Namespace) -> Topology:
+    """The cluster's topology as etcd holds it (`cluster info --etcd`)."""
+    from streamkeep.tools.cluster import NodeError
+
+    etcd = etcd_of(args)
+    try:
+        current = record.load(etcd, args.cluster)
+    finally:
+        etcd.close()
+    if current is None:
+        raise NodeError(f"cluster {args.cluster} has no topology in {args.etcd}")
+    return current.topology
+
+
 def check_managed(args: argparse.Namespace, found: dict[str, Any]) -> dict[str, Any]:
     """`cluster check --etcd`: what the nodes hold (`found`, tools.cluster's check) against
     the cluster's record: its epoch (a node behind it is a problem), its leading controller
@@ -341,6 +355,6 @@ def run_controller(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_node", "change", "check_managed", "create", "create_managed", "failover", "migrate_slots",
+__all__ = ["add_node", "change", "check_managed", "record_topology", "create", "create_managed", "failover", "migrate_slots",
            "parse_slots", "rebalance", "remove_node", "run_controller",
            "wait_for_epoch"]

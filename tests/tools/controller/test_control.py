@@ -6,6 +6,7 @@ killed leader, a manual failover that loses nothing under writes, nodes added an
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -151,6 +152,10 @@ def test_a_killed_primary_is_failed_over_and_nothing_acknowledged_is_lost(
                   address(first_replica))
     assert f"etcd: epoch {current.epoch}, leader c1, 0 slots on the move" in checked.stdout
     assert "records behind" in checked.stdout  # (each replica's lag, in records)
+    shown = cli("info", "--etcd", controllers.url, "--cluster", controllers.cluster,
+                address(first_replica), "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["epoch"] == current.epoch
 
 
 def _writable(client: Any, key: str) -> bool:
