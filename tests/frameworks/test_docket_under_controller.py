@@ -93,13 +93,18 @@ def replicas_caught_up(primary: Any) -> Any:
     return caught_up
 
 
-def runs(directory: Path) -> Counter[tuple[str, int]]:
-    counted: Counter[tuple[str, int]] = Counter()
+def run_times(directory: Path) -> dict[tuple[str, int], list[float]]:
+    """(docket, n) -> when each of its runs ended (time.time())."""
+    times: dict[tuple[str, int], list[float]] = {}
     for log in directory.glob("runs-*.log"):
         for line in log.read_text().splitlines():
-            docket, n, _worker, _at = line.split()
-            counted[(docket, int(n))] += 1
-    return counted
+            docket, n, _worker, at = line.split()
+            times.setdefault((docket, int(n)), []).append(float(at))
+    return times
+
+
+def runs(directory: Path) -> Counter[tuple[str, int]]:
+    return Counter({task: len(at) for task, at in run_times(directory).items()})
 
 
 def restarts(directory: Path) -> Counter[str]:
@@ -109,7 +114,7 @@ def restarts(directory: Path) -> Counter[str]:
     return Counter(line.split()[1] for line in lines)
 
 
-def test_a_docket_pool_loses_no_task_while_the_cluster_changes(etcd):  # noqa: F811
+def test_a_docket_pool_loses_no_task_while_the_cluster_changes(etcd: Any) -> None:  # noqa: F811
     python = pydocket_python()
     start, stop_servers = spawner()
     controllers = Controllers(etcd.url, "docket-pool")
@@ -164,6 +169,8 @@ def scenario(python: str, start: Any, controllers: Controllers,
     victim = next(p for p in primaries if p.port == owners[key_slot(names[0].encode())])
     promoted = next(s for s in initial if s not in primaries
                     and int(s.client().execute_command("ROLE")[2]) == victim.port)
+    victim_dockets = [n for n in names if owners[key_slot(n.encode())] == victim.port]
+    killed_at = time.time()
     victim.kill()
     wait_until(lambda: role(promoted) == b"master", what="the failover")
     ran_at_failover = len(runs(run_dir))
@@ -183,7 +190,9 @@ def scenario(python: str, start: Any, controllers: Controllers,
     # 3. A new primary, and slots moved to it while the workers use them.
     controllers.run("add-node", address(spare_primary))
     ran_before_moves = len(runs(run_dir))
+    moves_began = time.time()
     controllers.run("rebalance")
+    moves_ended = time.time()
     after = slot_owners(spare_primary)
     moved = sum(1 for port in after.values() if port == spare_primary.port)
     moved_dockets = sorted(n for n in names if after[key_slot(n.encode())] == spare_primary.port)
@@ -199,11 +208,15 @@ def scenario(python: str, start: Any, controllers: Controllers,
     # A worker started over only where redis-py met an ASK it cannot follow: a moving docket.
     restarted = restarts(run_dir)
     assert set(restarted) <= set(moved_dockets), restarted
-    twice = sorted((task, c) for task, c in counted.items() if c > 1)
+    # A task run twice, with when its runs ended, from the kill and from the moves' start.
+    twice = [(task, [f"{at - killed_at:+.1f}/{at - moves_began:+.1f}" for at in sorted(ats)])
+             for task, ats in sorted(run_times(run_dir).items()) if len(ats) > 1]
     reconnections = sum(log.read_text().count("Redis is unavailable") for log in logs)
     print(f"\n  {TASKS} tasks on {len(names)} dockets, {WORKERS} worker processes: "
-          f"{sum(counted.values())} runs, {len(twice)} tasks ran more than once {twice[:10]}; "
-          f"1 failover ({ran_at_failover} tasks had run), 1 replica replaced, "
-          f"{moved} slots moved ({ran_before_moves} tasks had run; dockets {moved_dockets}); "
+          f"{sum(counted.values())} runs, {len(twice)} tasks ran more than once "
+          f"(s from the kill/from the moves) {twice[:10]}; 1 failover ({ran_at_failover} tasks "
+          f"had run; dockets {victim_dockets}), 1 replica replaced, {moved} slots moved in "
+          f"{moves_ended - moves_began:.1f} s ({ran_before_moves} tasks had run; dockets "
+          f"{moved_dockets}); "
           f"{sum(restarted.values())} worker restarts after redis-py's ASK failure "
           f"{dict(restarted)}, {reconnections} pydocket reconnections")
