@@ -107,11 +107,13 @@ def runs(directory: Path) -> Counter[tuple[str, int]]:
     return Counter({task: len(at) for task, at in run_times(directory).items()})
 
 
-def restarts(directory: Path) -> Counter[str]:
-    """docket -> how many times one of its workers started over (docket_pool_app.py)."""
+def restarts(directory: Path, why: str) -> Counter[str]:
+    """docket -> how many times one of its workers started over for `why` ("ask" or
+    "connect": docket_pool_app.py)."""
     log = directory / "restarts.log"
     lines = log.read_text().splitlines() if log.exists() else []
-    return Counter(line.split()[1] for line in lines)
+    return Counter(docket for _worker, docket, kind, _at in map(str.split, lines)
+                   if kind == why)
 
 
 def test_a_docket_pool_loses_no_task_while_the_cluster_changes(etcd: Any) -> None:  # noqa: F811
@@ -206,8 +208,9 @@ def scenario(python: str, start: Any, controllers: Controllers,
              if w.poll() is not None]
     assert not ended, ended
     # A worker started over only where redis-py met an ASK it cannot follow: a moving docket.
-    restarted = restarts(run_dir)
+    restarted = restarts(run_dir, "ask")
     assert set(restarted) <= set(moved_dockets), restarted
+    reconnected = restarts(run_dir, "connect")
     # A task run twice, with when its runs ended, from the kill and from the moves' start.
     twice = [(task, [f"{at - killed_at:+.1f}/{at - moves_began:+.1f}" for at in sorted(ats)])
              for task, ats in sorted(run_times(run_dir).items()) if len(ats) > 1]
@@ -219,4 +222,5 @@ def scenario(python: str, start: Any, controllers: Controllers,
           f"{moves_ended - moves_began:.1f} s ({ran_before_moves} tasks had run; dockets "
           f"{moved_dockets}); "
           f"{sum(restarted.values())} worker restarts after redis-py's ASK failure "
-          f"{dict(restarted)}, {reconnections} pydocket reconnections")
+          f"{dict(restarted)}, {sum(reconnected.values())} restarts after a failed connection, "
+          f"{reconnections} pydocket reconnections")

@@ -10,8 +10,9 @@ tasks come due while the cluster changes. Prints how many it added.
 `work URL RUNS DOCKETS NAME`: one process of the pool, a pydocket Worker per docket (the same
 process serving them all), until SIGTERM or SIGKILL. Redis trouble is pydocket's to wait out
 (its worker logs and retries); a worker that redis-py's cluster client fails with the
-AttributeError of an ASK it cannot follow starts over (a line in RUNS/restarts.log, "<worker>
-<docket> <time>"); the process ends only if a worker raises anything else.
+AttributeError of an ASK it cannot follow starts over, as one whose Docket fails to connect
+(a line in RUNS/restarts.log each, "<worker> <docket> ask|connect <time>"); the process ends
+only if a worker raises anything else.
 
 `record(docket, n)` appends one line, "<docket> <n> <worker> <time>", to RUNS/runs-<pid>.log
 (one write with O_APPEND: whole lines), so the test counts every run of every task whatever
@@ -29,6 +30,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from docket import Docket, Worker  # type: ignore[import-not-found]
+from redis.exceptions import RedisError
 
 SPREAD = 12.0  # seconds over which the later tasks come due
 TASK_SECONDS = 0.02  # each run's own work
@@ -95,7 +97,13 @@ async def work(url: str, names: list[str]) -> None:
                 # starts over. Any other AttributeError is a bug, and ends the process.
                 if not all(ASK_FAILURE in str(error) for error in _leaves(group)):
                     raise
-                _note_restart(name, group)
+                _note_restart(name, "ask", group)
+            except* RedisError as group:
+                # Redis trouble outside the worker's loop, which pydocket does not retry: a
+                # new Docket's client connecting (its first CLUSTER SLOTS) to a node just
+                # killed, after an ASK restart. As any client's start-up: wait, try again.
+                _note_restart(name, "connect", group)
+                await asyncio.sleep(RECONNECT.total_seconds())
 
     tasks = [asyncio.create_task(one(name)) for name in names]
     stopping = asyncio.create_task(stop.wait())
@@ -116,13 +124,13 @@ def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
     return leaves
 
 
-def _note_restart(name: str, group: BaseExceptionGroup) -> None:
-    logging.getLogger(__name__).warning("worker of %s restarted after %r", name,
+def _note_restart(name: str, why: str, group: BaseExceptionGroup) -> None:
+    logging.getLogger(__name__).warning("worker of %s restarted (%s) after %r", name, why,
                                         group.exceptions[0])
     fd = os.open(os.path.join(os.path.dirname(_runs_path), "restarts.log"),
                  os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, f"{_worker_name} {name} {time.time():.3f}\n".encode())
+        os.write(fd, f"{_worker_name} {name} {why} {time.time():.3f}\n".encode())
     finally:
         os.close(fd)
 
