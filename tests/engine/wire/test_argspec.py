@@ -177,7 +177,11 @@ def _min_word(arg: Arg) -> int:
 
 
 def has_variable_part(args: tuple[Arg, ...]) -> bool:
-    return any(a.optional or a.multiple or has_variable_part(a.arguments) for a in args)
+    """Whether the words vary: an optional or repeated part, or a oneof whose alternatives
+    take different numbers of words (CLUSTER SETSLOT's STABLE beside NODE node-id)."""
+    return any(a.optional or a.multiple or has_variable_part(a.arguments)
+               or (a.type == "oneof" and len({min_words((alt,)) for alt in a.arguments}) > 1)
+               for a in args)
 
 
 def visible_specs() -> list[tuple[CommandSpec, int]]:
