@@ -154,8 +154,6 @@ class Mover(threading.Thread):
         super().__init__(name="controller-mover", daemon=True)
         self.controller = controller
         self.stopped = threading.Event()
-        self.moved_slots = 0
-        self.moved_keys = 0
 
     def run(self) -> None:
         from streamkeep.tools.controller.etcd import Etcd
@@ -196,7 +194,6 @@ class Mover(threading.Thread):
             committed = record.commit(etcd, self.controller.cluster, current,
                                       plans.moved(current.topology, drained))
             if committed is not None:
-                self.moved_slots += len(drained)
                 log.info("moved %d slots (epoch %d)", len(drained), committed.epoch)
                 return True
             current = record.load(etcd, self.controller.cluster)
@@ -223,7 +220,6 @@ class Mover(threading.Thread):
                 node.call("MIGRATE", target.ip or "127.0.0.1", target.port, "", 0,
                           MIGRATE_TIMEOUT, "REPLACE", "KEYS", *keys)
                 held = time.monotonic() - started
-                self.moved_keys += len(keys)
                 if held > MIGRATE_HOLD:
                     batch = max(1, batch // 2)
                 elif held < MIGRATE_HOLD / 4:
@@ -444,18 +440,6 @@ class Controller:
             time.sleep(TICK)
         raise ControllerError(f"replica {replica.address} did not reach primary "
                               f"{primary.address}'s log within {CATCH_UP_TIMEOUT:g} s")
-
-    def status(self) -> dict[str, Any]:
-        """What the controller sees: whether it leads, the epoch, each node's last answer."""
-        now = time.monotonic()
-        return {"name": self.name, "leading": self.leading, "failovers": self.failovers,
-                "epoch": self.record.epoch if self.record else None,
-                "nodes": {node_id: {"address": link.address,
-                                    "answered_ms_ago": int((now - link.probe.at) * 1000)
-                                    if link.probe.at else None,
-                                    "epoch": link.probe.epoch, "offset": link.probe.offset,
-                                    "error": link.probe.error}
-                          for node_id, link in self.links.items()}}
 
 
 def ask(etcd: Etcd, cluster: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:

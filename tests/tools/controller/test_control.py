@@ -22,39 +22,13 @@ from redis.cluster import RedisCluster
 from streamkeep.engine.model.keyslot import key_slot
 from streamkeep.tools.controller import record
 from streamkeep.tools.controller.etcd import Etcd
+from tests.support.controlled_cluster import Controllers, address, cli, role, wait_until
 from tests.support.etcd import etcd  # noqa: F401  (the fixture)
 from tests.support.exporter import Exporters
 
 pytestmark = pytest.mark.redis
 
 TIMEOUT_MS = "1000"  # cluster-node-timeout: failovers within a few seconds
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "streamkeep", "cluster", *args],
-                          capture_output=True, text=True, timeout=120, check=False)
-
-
-class Controllers:
-    """`streamkeep cluster controller` child processes, every one killed at the end."""
-
-    def __init__(self, url: str, cluster: str) -> None:
-        self.url, self.cluster = url, cluster
-        self.running: list[subprocess.Popen[bytes]] = []
-
-    def start(self, name: str) -> subprocess.Popen[bytes]:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "streamkeep", "cluster", "controller", "--etcd", self.url,
-             "--cluster", self.cluster, "--name", name],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.running.append(process)
-        return process
-
-    def close(self) -> None:
-        for process in self.running:
-            if process.poll() is None:
-                process.kill()
-            process.wait()
 
 
 @pytest.fixture
@@ -71,28 +45,10 @@ def start_nodes(spawn: Any, tmp_path: Any, count: int) -> list[Any]:
                   TIMEOUT_MS, "--appendfsync", "always") for i in range(count)]
 
 
-def address(server: Any) -> str:
-    return f"127.0.0.1:{server.port}"
-
-
 def create(controllers: Controllers, servers: list[Any], replicas: int) -> None:
     made = cli("create", "--etcd", controllers.url, "--cluster", controllers.cluster,
                "--replicas", str(replicas), *map(address, servers))
     assert made.returncode == 0, made.stderr
-
-
-def role(server: Any) -> bytes:
-    return server.client().execute_command("ROLE")[0]
-
-
-def wait_until(predicate: Any, attempts: int = 600) -> None:
-    """Until `predicate()` holds, bounded by attempts (a tenth of a second apart)."""
-    event = threading.Event()
-    for _ in range(attempts):
-        if predicate():
-            return
-        event.wait(0.1)
-    raise AssertionError("never happened")
 
 
 def key_of(server_slots: list[tuple[int, int]], n: int) -> str:
