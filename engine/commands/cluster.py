@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 DISABLED: Final = "ERR This instance has cluster support disabled"
 SLOT_MIGRATION_FIELDS: Final = (
-    "cluster_slot_migration_active_tasks", "cluster_slot_migration_active_trim_running",
+    "cluster_slot_migration_active_trim_running",
     "cluster_slot_migration_active_trim_current_job_keys",
     "cluster_slot_migration_active_trim_current_job_trimmed",
     "cluster_slot_migration_stats_active_trim_started",
@@ -59,8 +59,11 @@ def cluster_info(ctx: Ctx, argv: Argv) -> Verbatim:
               ("cluster_current_epoch", topology.epoch), ("cluster_my_epoch", topology.epoch),
               ("cluster_stats_messages_sent", 0), ("cluster_stats_messages_received", 0),
               ("total_cluster_links_buffer_limit_exceeded", 0),
-              # Redis 8.4's atomic slot migration: no task, no trim, ever (slots are moved
-              # by the topology's owner, not by the nodes).
+              # Redis 8.4's atomic slot migration: a controller's moves (engine.commands.
+              # slot_moves) this node takes part in now; its trims are the controller's
+              # CLUSTER TRIM calls, not counted.
+              ("cluster_slot_migration_active_tasks",
+               (topology.export is not None) + len(set(topology.imports.values()))),
               *((name, 0) for name in SLOT_MIGRATION_FIELDS))
     return Verbatim("".join(f"{name}:{value}\r\n" for name, value in fields))
 
@@ -281,6 +284,7 @@ def cluster_lease(ctx: Ctx, argv: Argv) -> list[int]:
     """The controller's probe of a node it manages: a node holding the controller's epoch
     serves `milliseconds` more (a primary that hears from nobody stops: Topology.fenced);
     a node holding an older one takes no lease (the controller sends it the topology). The
+    slots a restart froze (engine.services.cluster_node) serve again. The
     reply: the node's epoch and the log position it holds (what a failover compares)."""
     topology = topology_of(ctx)
     cluster_id = _cluster_id(argv[2])
@@ -290,8 +294,9 @@ def cluster_lease(ctx: Ctx, argv: Argv) -> list[int]:
         raise ReplyError("ERR Invalid lease")
     if topology.managed_by != cluster_id:
         raise ReplyError(f"ERR this node is not managed by the controller of cluster {cluster_id}")
-    if epoch == topology.epoch:
+    if epoch == topology.epoch:  # (what it holds is current: a restart's frozen slots serve)
         topology.renew(milliseconds)
+        topology.restart_frozen.clear()
     journal = ctx.engine.journal
     return [topology.epoch, journal.lsn if journal is not None else 0]
 

@@ -27,6 +27,7 @@ from streamkeep.engine.wire.errors import StreamkeepError
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Session
+    from streamkeep.engine.exec.slot_export import SlotExport
     from streamkeep.engine.exec.table import Argv, CommandSpec
 
 # (a static of this compiled module: a call to it skips the module attribute's lookup)
@@ -34,6 +35,9 @@ _slot_of: Final = key_slot
 CROSSSLOT: Final = "CROSSSLOT Keys in request don't hash to the same slot"
 NOT_ON_THE_MOVE: Final = ""  # (no error line is empty)
 TRYAGAIN: Final = "TRYAGAIN Multiple keys request during rehashing of slot"
+# A controller's move switching the slot to its target (engine.exec.slot_export): the slot's
+# commands wait for the switch, a few milliseconds (a cluster client retries TRYAGAIN).
+HANDING_OVER: Final = "TRYAGAIN Slot is being handed over to another node"
 UNBOUND: Final = "CLUSTERDOWN Hash slot not served"
 DOWN: Final = "CLUSTERDOWN The cluster is down"
 DOWN_READ_ONLY: Final = "CLUSTERDOWN The cluster is down and only accepts read commands"
@@ -125,6 +129,15 @@ class Topology:
     revoked: bool = field(default=False, compare=False, repr=False)
     node_timeout: float = field(default=15.0, compare=False, repr=False)
     vouch: Vouching | None = field(default=None, compare=False, repr=False)
+    # A controller's move of slots of this node (engine.exec.slot_export.SlotExport): they
+    # are served here throughout, their records queued for the target. None: no move.
+    export: SlotExport | None = field(default=None, compare=False, repr=False)
+    # The slots this node imports from a controller's move, and the move's session each.
+    imports: dict[int, bytes] = field(default_factory=dict, compare=False, repr=False)
+    # A managed node that restarted with slots on the move serves none of them until its
+    # controller says the topology it holds is current: the switch may have been committed
+    # meanwhile, and the target serve them already.
+    restart_frozen: set[int] = field(default_factory=set, compare=False, repr=False)
 
     def fenced(self) -> bool:
         """Whether this node stops serving: a managed primary with replicas that neither the
@@ -312,6 +325,8 @@ class Topology:
         """`_on_the_move` for a command whose one key is argv[1], in a few steps (a producer
         writing to a slot on the move pays little more than before)."""
         me = self.myself
+        if self.managed_by:
+            return self._managed_move(slot, owner)
         if owner == me.id:
             target = me.migrating.get(slot)
             if target is None or spec.name == "migrate" or self.slot_keys.has(key):
@@ -329,6 +344,8 @@ class Topology:
         ASK, one with some of each is TRYAGAIN; on its target, a command after ASKING (or
         RESTORE-ASKING) runs, unless it has several keys not all here yet (TRYAGAIN); MIGRATE
         always runs. NOT_ON_THE_MOVE: the slot is not on the move here (judged as usual)."""
+        if self.managed_by:
+            return self._managed_move(slot, self.owners[slot])
         me = self.myself
         target = me.migrating.get(slot)
         source = me.importing.get(slot)
@@ -357,6 +374,18 @@ class Topology:
         if asking:
             return TRYAGAIN if missing and present + missing > 1 else None
         return NOT_ON_THE_MOVE
+
+    def _managed_move(self, slot: int, owner: str | None) -> str | None:
+        """A controller's moves are atomic (engine.exec.slot_export): the source serves the
+        slot throughout, but while the switch happens (HANDING_OVER); the target serves it
+        once it owns it (until then it is judged as any slot another node owns)."""
+        if owner != self.myself.id:
+            return NOT_ON_THE_MOVE
+        export = self.export
+        if ((export is not None and export.frozen and slot in export.slots)
+                or slot in self.restart_frozen):
+            return HANDING_OVER
+        return None
 
     def endpoint(self, node: ClusterNode) -> str:
         """What clients are told to reach `node` by (cluster-preferred-endpoint-type): its ip,
@@ -676,6 +705,7 @@ def routed(spec: CommandSpec) -> bool:
     return slot_plan(spec) != NO_KEYS
 
 
-__all__ = ["BY_SPECS", "CROSSSLOT", "TRYAGAIN", "DOWN", "DOWN_READ_ONLY", "FIRST_KEY", "MAX_NODES", "NO_KEYS",
+__all__ = ["BY_SPECS", "CROSSSLOT", "TRYAGAIN", "DOWN", "DOWN_READ_ONLY", "FIRST_KEY", "HANDING_OVER",
+           "MAX_NODES", "NO_KEYS",
            "UNBOUND", "ClusterNode", "NodesFileError", "SlotKeys", "Topology", "Vouching", "alone",
            "new_id", "node_line", "parse", "render", "routed", "slot_plan"]

@@ -113,10 +113,12 @@ class EngineState:
     # keeps for them (its effects that run's, its database the session's now): its reply, or the
     # ReplyError it failed with; the script puts a SELECT in front of its effects itself.
     # `cancel_wait(waiter, result)`: end a blocked client's wait with `result` (CLIENT UNBLOCK):
-    # True if it was still waiting.
+    # True if it was still waiting. `import_records(records)`: another node's (time, effects)
+    # records applied and logged as this node's own (a slot imported): the last one's LSN.
     run_queued: Callable[[Ctx, list[tuple[CommandSpec, Argv]]], list[Any]]
     run_script_command: Callable[[Ctx, CommandSpec, Argv], Any]
     cancel_wait: Callable[[Any, Any], bool]
+    import_records: Callable[[list[tuple[int, list[Any]]]], int]
 
     def now(self) -> int:
         """The engine clock's time (ms): a command's time is read once, when it starts."""

@@ -196,13 +196,15 @@ class EngineCore(EngineState):
         # EXEC's, a script's and a batch's commands; records applied, states installed.
         self.batches = Batches(self, self, self.dispatch, self.records, self.waiting,
                                self.after_command)
-        self.replay = Replay(self, self, self.dispatch, self.waiting, self.after_command)
+        self.replay = Replay(self, self, self.dispatch, self.records, self.waiting,
+                             self.after_command)
         self.expiry_cycle = ExpiryCycle(self, self.records, self.waiting, self.own_session,
                                         self.timer)  # active expiry
         # What handlers ask of the parts (EngineState declares them).
         self.run_queued = self.batches.run_queued
         self.run_script_command = self.batches.run_script_command
         self.cancel_wait = self.waiting.cancel
+        self.import_records = self.replay.import_records
 
     def attach_journal(self, journal: Log) -> None:
         with self.lock:

@@ -4,7 +4,8 @@ Owns `Records`, the engine core's part that logs the effects of a command, or of
 them that makes one record (EXEC's, a script's, a batch's, a database's expired keys): the
 record appended to the AOF (the journal writes it before the reply; MISCONF when it cannot be
 written), handed to every record sink (`Engine.add_sink`: tools, tests), the WATCHed keys
-its effects change touched, and on a cluster node its keys' slots indexed. Must not touch: what the effects are (the handlers emit them),
+its effects change touched, and on a cluster node its keys' slots indexed and a slot's move
+told (engine.exec.slot_export). Must not touch: what the effects are (the handlers emit them),
 the counting of a command whose record failed (the core's one command path), files (aof/
 writes the record).
 """
@@ -49,8 +50,11 @@ class Records:
         watches = state.watches
         if watches.by_key:  # (not `if watches`: a Python __bool__ call per command)
             watches.touch_effects(db, ctx.effects)
-        if state.cluster is not None:  # a cluster node: its keys by slot
-            state.cluster.slot_keys.note(state.keyspaces, db, ctx.effects)
+        cluster = state.cluster
+        if cluster is not None:  # a cluster node: its keys by slot, a slot's move
+            cluster.slot_keys.note(state.keyspaces, db, ctx.effects)
+            if cluster.export is not None:
+                cluster.export.note(db, ctx.now, ctx.effects)
         return lsn
 
 

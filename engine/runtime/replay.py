@@ -2,6 +2,7 @@
 whole state installed at once (a replica's full sync, the AOF's rollback).
 
 Owns `Replay`, the engine core's part that applies records' effects through the command table
+(and another node's, logged as this node's own: a slot imported)
 (each effect through the engine's one command path, EngineCore.run_command, in a `ReplayCtx`:
 the handler only runs, no gate, no expiry, no statistics, no record) and swaps in a state
 loaded elsewhere. Must not touch: reading files (aof/ and snapshot/ hand it records), command
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from streamkeep.engine.exec.engine_state import EngineState
     from streamkeep.engine.runtime.core import EngineCore
     from streamkeep.engine.runtime.dispatch import Dispatch
+    from streamkeep.engine.runtime.records import Records
     from streamkeep.engine.runtime.waiting import WaitingReaders
 
 
@@ -32,10 +34,12 @@ class Replay:
     path."""
 
     def __init__(self, state: EngineState, core: EngineCore, dispatch: Dispatch,
-                 waiting: WaitingReaders, after_commands: Callable[[], None] | None) -> None:
+                 records: Records, waiting: WaitingReaders,
+                 after_commands: Callable[[], None] | None) -> None:
         self.state = state
         self.core = core
         self.dispatch = dispatch
+        self.records = records
         self.waiting = waiting
         self.after_commands = after_commands
         # Run after the AOF dropped records and the state was rolled back (the server's: its
@@ -83,6 +87,31 @@ class Replay:
                 self.waiting.serve_ready()
         if self.after_commands is not None:
             self.after_commands()
+
+    def import_records(self, records: list[tuple[int, list[Any]]]) -> int:
+        """Another node's records applied here and logged as this node's own, each with its
+        own time, in database 0 (a slot imported: engine.commands.slot_moves checks them
+        first). The engine lock is held: a command's handler calls it. Returns the last
+        one's LSN (0 without an AOF)."""
+        state = self.state
+        ctx = ReplayCtx(state, Session(), 0)
+        ctx.db = state.dbs[0]
+        run, entry_of, commit = self.core.run_command, self.dispatch.effect_entry, self.records.commit
+        lsn = 0
+        for time_ms, effects in records:
+            ctx.now = time_ms
+            ran = 0
+            try:
+                for effect in effects:
+                    argv = tuple(effect)
+                    ctx.effects = []
+                    run(ctx, entry_of(argv), argv)
+                    ran += 1
+            finally:  # (what ran is logged, even when an effect failed: memory = the log)
+                ctx.effects = effects if ran == len(effects) else effects[:ran]
+                if ctx.effects:
+                    lsn = commit(ctx, 0) or lsn
+        return lsn
 
     def replace_state(self, keyspaces: list[list[dict[bytes, Any]]],
                       expires: list[dict[bytes, int]] | None = None,

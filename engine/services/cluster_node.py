@@ -44,6 +44,8 @@ def attach(engine: EngineState, port: int, tls_port: int = 0) -> Topology:
         topology = alone(myself)
     topology.listening(port, tls_port)
     topology.configure(config)
+    if topology.managed_by:  # (a move's switch may have been committed while it was down)
+        topology.restart_frozen = set(topology.myself.migrating)
     topology.slot_keys.rebuild(engine.keyspaces)
     topology.keep = lambda new: keep(engine, new)
     topology.relay = Relay(engine)
@@ -69,9 +71,26 @@ def keep(engine: EngineState, new: Topology) -> None:
     new.relay = old.relay
     new.vouch = old.vouch
     new.lease_until, new.revoked = old.lease_until, old.revoked
+    _carry_moves(old, new)
     save(engine, new)
     engine.cluster = new
     follow(engine, new, old)
+
+
+def _carry_moves(old: Topology, new: Topology) -> None:
+    """A controller's moves that go on under `new`: the source's export while the slot is
+    still its own and on the move to the same target (all of them), the target's imports while it still
+    imports them from the same source. A topology from the controller says it knows where
+    every slot is: a restarted node's frozen slots serve again (or have moved)."""
+    me = new.myself
+    export = old.export
+    if export is not None and all(new.owners[slot] == me.id
+                                  and me.migrating.get(slot) == export.target
+                                  for slot in export.slots):
+        new.export = export
+    old_me = old.myself
+    new.imports = {slot: session for slot, session in old.imports.items()
+                   if slot in me.importing and me.importing[slot] == old_me.importing.get(slot)}
 
 
 def _vouching(engine: EngineState) -> Vouching:

@@ -66,6 +66,13 @@ SOURCE_CHECKED: dict[str, tuple[list[str], tuple[str, ...], list[tuple[str, set[
     # command).
     "cluster|lease": (["@admin", "@fast", "@dangerous"], ("CLUSTER", "LEASE", "c", "1", "1"),
                       []),
+    # streamkeep's own: a controller's atomic slot moves (admin, as the topology command;
+    # the import and the trim write).
+    "cluster|export": (["@admin", "@slow", "@dangerous"],
+                       ("CLUSTER", "EXPORT", "CANCEL", "s"), []),
+    "cluster|import": (["@write", "@admin", "@slow", "@dangerous"],
+                       ("CLUSTER", "IMPORT", "APPLY", "1", "s", "x"), []),
+    "cluster|trim": (["@write", "@admin", "@slow", "@dangerous"], ("CLUSTER", "TRIM", "1"), []),
     # streamkeep's own: DEBUG's subcommands, with Redis's DEBUG's flags (admin).
     "debug|digest": (["@admin", "@slow", "@dangerous"], ("DEBUG", "DIGEST"), []),
     "debug|help": (["@admin", "@slow", "@dangerous"], ("DEBUG", "HELP"), []),

@@ -7,7 +7,8 @@ second is added empty. One slot is filled with streams (1,000 entries each; N en
 1,000,000 in a full run), then a producer XADDs to a stream of that slot, 16 at a time,
 following ASK and MOVED as a cluster client does: its rate for a while before the move, then
 during `streamkeep cluster migrate-slots` of the slot (run in this process), which is
-timed; then every key of the slot checked to be at the target and none at the source. Must not touch: the
+timed; then every key of the slot checked to be at the target and, once trimmed, none at
+the source. Must not touch: the
 section's declarations.
 """
 
@@ -36,6 +37,8 @@ BEFORE_SECONDS: Final = 3.0
 PIPELINE: Final = 16
 CLUSTER: Final = "bench-move"
 XADD: Final = [b"XADD", TAG + b"live", b"*", b"f", b"v"]
+TRIM_WAIT: Final = 30.0  # seconds the source's copies may take to be trimmed
+RETRY_PAUSE: Final = 0.001  # seconds before commands answered TRYAGAIN are sent again
 
 
 def slot_move(env: BenchEnv) -> Measurement:
@@ -111,11 +114,18 @@ def _migrate(url: str, slot: int, target: StreamkeepServer) -> None:
 
 
 def _check(nodes: list[StreamkeepServer], slot: int, streams: int) -> None:
-    """Every stream of the slot at the target, none left at the source."""
-    counts = []
-    for node in nodes:
-        with node.target(timeout=10.0) as target:
-            counts.append(int(target.execute([b"CLUSTER", b"COUNTKEYSINSLOT", b"%d" % slot])))
+    """Every stream of the slot at the target, none left at the source (once the
+    controller's trim of the source's copies, which follows the switch, is done)."""
+    deadline = time.monotonic() + TRIM_WAIT
+    while True:
+        counts = []
+        for node in nodes:
+            with node.target(timeout=10.0) as target:
+                counts.append(int(target.execute([b"CLUSTER", b"COUNTKEYSINSLOT",
+                                                  b"%d" % slot])))
+        if counts[0] == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     if counts != [0, streams + 1]:
         raise Skip(f"the slot's keys after the move: {counts} (source, target), expected "
                    f"[0, {streams + 1}]")
@@ -137,8 +147,9 @@ def _fill(node: StreamkeepServer, entries: int) -> None:
 
 class Producer(threading.Thread):
     """XADDs to a stream of the moved slot, PIPELINE at a time, following ASK (the commands
-    asked elsewhere sent there together, each after ASKING) and MOVED; a command MOVED is not
-    counted (it was not run)."""
+    asked elsewhere sent there together, each after ASKING), MOVED and TRYAGAIN (sent again
+    after a pause) as a cluster client does; a command MOVED or TRYAGAIN is not counted (it
+    was not run)."""
 
     def __init__(self, nodes: list[StreamkeepServer]) -> None:
         super().__init__(name="bench-producer", daemon=True)
@@ -157,9 +168,12 @@ class Producer(threading.Thread):
             while not self.stopped.is_set():
                 replies = targets[current].pipeline([XADD] * PIPELINE)
                 asked: dict[int, int] = {}
+                retry = False
                 for reply in replies:
                     text = str(reply) if isinstance(reply, Exception) else ""
-                    if text.startswith("ASK "):
+                    if text.startswith("TRYAGAIN"):
+                        retry = True  # (the switch: not run, sent again shortly)
+                    elif text.startswith("ASK "):
                         port = int(text.rsplit(":", 1)[1])
                         asked[port] = asked.get(port, 0) + 1
                     elif text.startswith("MOVED "):
@@ -174,6 +188,8 @@ class Producer(threading.Thread):
                     if failed is not None:
                         raise RuntimeError(str(failed))
                     self.count += count
+                if retry:
+                    time.sleep(RETRY_PAUSE)
         except Exception as err:  # noqa: BLE001  (reported as the row's failure)
             self.error = str(err)
         finally:

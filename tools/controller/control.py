@@ -43,11 +43,14 @@ MAX_PROBE_INTERVAL: Final = 1.0
 DEFAULT_NODE_TIMEOUT: Final = 15.0  # seconds, until a node says its cluster-node-timeout
 CONNECT_TIMEOUT: Final = 1.0  # seconds, before the node's timeout is known
 CATCH_UP_TIMEOUT: Final = 30.0  # a manual failover's replica to reach its primary's log
-MIGRATE_BATCH: Final = 100  # keys of a slot's first MIGRATE
-MIGRATE_BATCH_MAX: Final = 1000
-MIGRATE_HOLD: Final = 0.005  # seconds a MIGRATE should hold the source (its clients wait)
-MIGRATE_TIMEOUT: Final = 10_000  # milliseconds, MIGRATE's
-MOVE_PACE: Final = 4.0  # the source's clients get this many times a batch's time after it
+MOVE_BATCH: Final = 100  # keys in a move's first batch
+MOVE_BATCH_MAX: Final = 10_000
+MOVE_BYTES: Final = 4 << 20  # a batch's bytes at most (past them, the next batch)
+MOVE_HOLD: Final = 0.005  # seconds a batch should hold the source (its clients wait)
+MOVE_PACE: Final = 1.0  # the source's clients get this many times a batch's time after it
+MOVE_TIMEOUT: Final = 10.0  # seconds a node has to answer a move's step
+FREEZE_BELOW: Final = 64 << 10  # the records the source may owe when its slots freeze
+TRIM_BATCH: Final = 1000  # keys moved away deleted per CLUSTER TRIM
 REQUEST_TTL: Final = 60  # seconds an operator's request waits for a controller
 
 
@@ -143,17 +146,23 @@ def address_of(topology: Topology, node_id: str) -> str:
 
 
 class Mover(threading.Thread):
-    """The leader's slot mover: every slot the record has on the move drained (its keys sent
-    from the source to the target with MIGRATE ... REPLACE KEYS, a batch at a time, until the
-    source holds none), then the slots given to their targets in one commit. REPLACE: after a
-    source killed between a batch's RESTOREs and its DEL, the keys still at the source are
-    the ones that count (the target's copies took no write: clients are sent there only for
-    keys the source no longer has). Its own etcd client (the leader's is its loop's)."""
+    """The leader's slot mover: the slots the record has on the move, moved atomically
+    (engine.commands.slot_moves), those from one source to one target in one session. The
+    target drops what an earlier attempt left; the source's records and keys are relayed
+    in batches (each sized to hold the source about MOVE_HOLD, followed by MOVE_PACE times
+    its hold for the source's own clients) while the source serves the slots; once it owes
+    nothing the slots freeze, the rest is applied, the target's AOF and replicas confirm
+    it (WAITAOF), the switch is committed in etcd and handed to both nodes; then the
+    source's copies are trimmed. Any failure: the move starts again in a new session. Its
+    own etcd client (the leader's is its loop's)."""
 
     def __init__(self, controller: Controller) -> None:
         super().__init__(name="controller-mover", daemon=True)
         self.controller = controller
         self.stopped = threading.Event()
+        self.sessions = 0
+        self.to_trim: set[str] = set()  # primaries that may hold keys of slots moved away
+        self.trim_all = True  # (at first: a former leader may have left some)
 
     def run(self) -> None:
         from streamkeep.tools.controller.etcd import Etcd
@@ -174,59 +183,139 @@ class Mover(threading.Thread):
         current = record.load(etcd, self.controller.cluster)
         if current is None:
             return False
-        moves = plans.on_the_move(current.topology)
-        if not moves:
-            return False
         links = self.controller.links
-        drained = []
-        for slot, source_id, target_id in moves:
+        if self.trim_all:
+            self.to_trim |= {node.id for node in current.topology.nodes.values()
+                             if node.is_primary}
+            self.trim_all = False
+        groups: dict[tuple[str, str], list[int]] = {}
+        for slot, source_id, target_id in plans.on_the_move(current.topology):
+            groups.setdefault((source_id, target_id), []).append(slot)
+        for (source_id, target_id), slots in groups.items():
             source, target = links.get(source_id), links.get(target_id)
             if (source is None or target is None or source.probe.epoch < current.epoch
                     or target.probe.epoch < current.epoch):
                 continue  # (not every node holds the move yet)
-            self._drain(current.topology, slot, source.address, target_id)
-            drained.append(slot)
-            if self.stopped.is_set():
-                break
-        if not drained:
-            return False
-        for _attempt in range(10):
-            committed = record.commit(etcd, self.controller.cluster, current,
-                                      plans.moved(current.topology, drained))
-            if committed is not None:
-                log.info("moved %d slots (epoch %d)", len(drained), committed.epoch)
-                return True
-            current = record.load(etcd, self.controller.cluster)
-            if current is None:
-                return False
+            self._move(etcd, current, slots, source, target)
+            return True
+        self._trim(current.topology)
         return False
 
-    def _drain(self, topology: Topology, slot: int, source: str, target_id: str) -> None:
-        """The slot's keys sent from the source to the target until it has none: batches
-        sized so that each holds the source about MIGRATE_HOLD (halved after a longer one,
-        doubled after a much shorter one), each followed by MOVE_PACE times its hold for the
-        source's own clients."""
+    def _move(self, etcd: Etcd, current: Record, slots: list[int], source: NodeLink,
+              target: NodeLink) -> None:
         from streamkeep.tools.cluster import Node
 
-        target = topology.nodes[target_id]
-        node = Node(source, timeout=MIGRATE_TIMEOUT / 1000 + 5)
-        batch = MIGRATE_BATCH
+        self.sessions += 1
+        session = f"{self.controller.name}/{current.epoch}/{self.sessions}"
+        src = Node(source.address, timeout=MOVE_TIMEOUT)
+        dst = Node(target.address, timeout=MOVE_TIMEOUT)
+        cancel = False  # (whether a failure cancels the source's export: not once a switch
+        # may have been committed)
         try:
-            while not self.stopped.is_set():
-                keys = node.call("CLUSTER", "GETKEYSINSLOT", slot, batch)
-                if not keys:
-                    return
-                started = time.monotonic()
-                node.call("MIGRATE", target.ip or "127.0.0.1", target.port, "", 0,
-                          MIGRATE_TIMEOUT, "REPLACE", "KEYS", *keys)
-                held = time.monotonic() - started
-                if held > MIGRATE_HOLD:
-                    batch = max(1, batch // 2)
-                elif held < MIGRATE_HOLD / 4:
-                    batch = min(MIGRATE_BATCH_MAX, batch * 2)
-                self.stopped.wait(held * MOVE_PACE)
+            dst.call("CLUSTER", "IMPORT", "START", source.node_id, session, *slots)
+            src.call("CLUSTER", "EXPORT", "START", target.node_id, session, *slots)
+            cancel = True
+            if not self._relay(src, dst, session):
+                return
+            self._apply(dst, session, src.call("CLUSTER", "EXPORT", "FREEZE", session))
+            self._confirm(dst, target, len(current.topology.replicas_of(target.node_id)))
+            cancel = False
+            committed = self._commit(etcd, current, slots, source.node_id, target.node_id)
+            if committed is None:
+                cancel = True
+                return
+            lines = record_lines(committed.topology)
+            for node in (dst, src):  # (the source's slots wait for it, frozen)
+                node.call("CLUSTER", "SETTOPOLOGY", committed.epoch, "CONTROLLER",
+                          committed.topology.managed_by, *lines)
+            log.info("moved %d slots to %s (epoch %d)", len(slots), target.address,
+                     committed.epoch)
+            self.to_trim.add(source.node_id)
+        except StreamkeepError:
+            self.to_trim.add(target.node_id)
+            raise
         finally:
-            node.close()
+            if cancel:
+                with contextlib.suppress(StreamkeepError):
+                    src.call("CLUSTER", "EXPORT", "CANCEL", session)
+            src.close()
+            dst.close()
+
+    def _relay(self, src: Any, dst: Any, session: str) -> bool:
+        """The source's batches applied at the target until it owes nothing; False when
+        the mover stops first."""
+        count = MOVE_BATCH
+        while not self.stopped.is_set():
+            began = time.monotonic()
+            blob, done, queued = src.call("CLUSTER", "EXPORT", "NEXT", session, count,
+                                          MOVE_BYTES)
+            held = time.monotonic() - began
+            self._apply(dst, session, blob)
+            if done and queued < FREEZE_BELOW:
+                return True
+            if held > MOVE_HOLD:
+                count = max(1, count // 2)
+            elif held < MOVE_HOLD / 4:
+                count = min(MOVE_BATCH_MAX, count * 2)
+            self.stopped.wait(held * MOVE_PACE)
+        return False
+
+    @staticmethod
+    def _confirm(dst: Any, target: NodeLink, replicas: int) -> None:
+        """The target's AOF holds what it applied, fsynced, and its replicas have it (what
+        WAIT confirms of a client's write), before the switch is committed."""
+        local, _remote = dst.call("WAITAOF", 1, 0, int(MOVE_TIMEOUT * 1000))
+        held = dst.call("WAIT", replicas, int(MOVE_TIMEOUT * 1000)) if replicas else 0
+        if local < 1 or held < replicas:
+            raise ControllerError(f"{target.address}: its AOF or replicas did not confirm the "
+                                  f"slots' records")
+
+    @staticmethod
+    def _apply(dst: Any, session: str, blob: bytes) -> None:
+        if blob:
+            dst.call("CLUSTER", "IMPORT", "APPLY", session, blob)
+
+    def _commit(self, etcd: Etcd, current: Record, slots: list[int], source_id: str,
+                target_id: str) -> Record | None:
+        """The switch committed: the slots given to the target, on the record as it is now
+        (None: the move changed meanwhile, a failover's: the source's freeze is cancelled
+        and it starts again). An etcd error is raised with the source left frozen: whether
+        the switch was committed is known only once etcd is read again."""
+        for _attempt in range(10):
+            still = {slot for slot, src, dst in plans.on_the_move(current.topology)
+                     if src == source_id and dst == target_id}
+            if not still.issuperset(slots):
+                return None
+            committed = record.commit(etcd, self.controller.cluster, current,
+                                      plans.moved(current.topology, slots))
+            if committed is not None:
+                return committed
+            reloaded = record.load(etcd, self.controller.cluster)
+            if reloaded is None:
+                return None
+            current = reloaded
+        return None
+
+    def _trim(self, topology: Topology) -> None:
+        """A batch of the keys moved away deleted at each primary that may hold some."""
+        from streamkeep.tools.cluster import Node
+
+        for node_id in sorted(self.to_trim):
+            node = topology.nodes.get(node_id)
+            link = self.controller.links.get(node_id)
+            if node is None or not node.is_primary or link is None:
+                self.to_trim.discard(node_id)
+                continue
+            conn = Node(link.address, timeout=MOVE_TIMEOUT)
+            try:
+                while not self.stopped.is_set():
+                    began = time.monotonic()
+                    if not conn.call("CLUSTER", "TRIM", TRIM_BATCH):
+                        self.to_trim.discard(node_id)
+                        break
+                    self.stopped.wait((time.monotonic() - began) * MOVE_PACE)
+            finally:
+                conn.close()
 
     def stop(self) -> None:
         self.stopped.set()

@@ -89,7 +89,7 @@ UNSENT = {
     "cluster|getkeysinslot", "cluster|info", "cluster|keyslot", "cluster|links", "cluster|myid",
     "cluster|lease", "cluster|myshardid", "cluster|nodes", "cluster|relay", "cluster|replicas",
     "cluster|setslot",
-    "cluster|settopology",
+    "cluster|settopology", "cluster|export", "cluster|import", "cluster|trim",
     "cluster|shards", "cluster|slots",
 }
 
