@@ -168,11 +168,11 @@ test: dev
 		if [ -n "$$interrupted" ]; then echo "make test: interrupted" >&2; exit 130; fi; \
 		if [ $$code -ne 0 ]; then failed="$$failed$${failed:+; }$$label (pytest exit $$code)"; fi; \
 	}; \
-	run "the whole suite" $(VPY) -m pytest $$basetemp -n 3 -q -m "not slow"; \
+	run "the whole suite" $(VPY) -m pytest $$basetemp -n 3 --dist worksteal -q -m "not slow"; \
 	run "differential + property, cold nodes" $(VPY) -m pytest $$basetemp \
-		-n 2 -q -m "not slow" --cold-nodes tests/differential tests/property; \
+		-n 2 --dist worksteal -q -m "not slow" --cold-nodes tests/differential tests/property; \
 	run "differential + property, pure Python" env STREAMKEEP_NO_EXTENSIONS=1 \
-		$(VPY) -m pytest $$basetemp -n 2 -q -m "not slow" tests/differential tests/property; \
+		$(VPY) -m pytest $$basetemp -n 2 --dist worksteal -q -m "not slow" tests/differential tests/property; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED: $$failed" >&2; exit 1; fi; \
 	echo "make test: all three pytest runs passed"
 
