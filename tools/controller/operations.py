@@ -164,10 +164,39 @@ def add_node(args: argparse.Namespace) -> dict[str, Any]:
 def remove_node(args: argparse.Namespace) -> dict[str, Any]:
     from streamkeep.tools.cluster import report_of
 
-    def plan(topology: Topology) -> Topology:
-        return plans.without_node(topology, plans.find(topology, args.gone).id)
+    removed: list[Any] = []
 
-    return report_of(change(args, plan), {})
+    def plan(topology: Topology) -> Topology:
+        gone = plans.find(topology, args.gone)
+        removed[:] = [gone]
+        return plans.without_node(topology, gone.id)
+
+    new = change(args, plan)
+    _release(removed[0], new)
+    return report_of(new, {})
+
+
+def _release(gone: Any, topology: Topology) -> None:
+    """The removed node told, if it can be reached: a topology of its own at the new epoch,
+    serving no slot and following nobody. A removed replica stops replicating (its ACKs
+    would count for WAIT where no failover can promote it); a client sent there is told no
+    slot is served. Managed by the same controller, as before: nobody else reuses it by
+    mistake."""
+    from streamkeep.tools.cluster import Node, NodeError
+    from streamkeep.tools.controller.control import record_lines
+
+    own = plans.released(topology, gone)
+    try:
+        node = Node(f"{gone.ip or '127.0.0.1'}:{gone.port}")
+    except NodeError:
+        return  # (down: it is told nothing; a node nobody leases serves nothing new)
+    try:
+        controller = ("CONTROLLER", own.managed_by) if own.managed_by else ()
+        node.call("CLUSTER", "SETTOPOLOGY", own.epoch, *controller, *record_lines(own))
+    except NodeError:
+        pass
+    finally:
+        node.close()
 
 
 def failover(args: argparse.Namespace) -> dict[str, Any]:

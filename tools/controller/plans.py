@@ -105,6 +105,19 @@ def without_node(topology: Topology, node_id: str) -> Topology:
     return new
 
 
+def released(topology: Topology, node: ClusterNode) -> Topology:
+    """What a node removed from `topology` (the cluster after its removal) is told: itself
+    alone, a primary of no slot, nothing on the move, at the cluster's epoch and under its
+    controller."""
+    from streamkeep.engine.exec.cluster import Topology
+
+    alone = _node_copy(node)
+    alone.primary = None
+    alone.migrating, alone.importing = {}, {}
+    return Topology(alone, {alone.id: alone}, [None] * len(topology.owners), topology.epoch,
+                    managed_by=topology.managed_by)
+
+
 def moving(topology: Topology, moves: dict[int, str]) -> Topology:
     """Slots set on the move: each slot of `moves` migrating from its owner to the primary
     named (importing there). A slot that is its target's already, or on the move already, is

@@ -224,6 +224,15 @@ def test_nodes_are_added_and_removed_through_etcd(spawn, tmp_path, controllers):
     nodes = servers[0].client().execute_command("CLUSTER", "NODES").decode().splitlines()
     assert len(nodes) == 1
     assert os.path.exists(tmp_path / "n0" / "nodes.conf")
+    # The removed nodes were told: alone, serving nothing; the replica no longer follows (its
+    # ACKs would count for WAIT where no failover can promote it).
+    for gone in servers[1:]:
+        client = gone.client()
+        assert client.execute_command("ROLE")[0] == b"master"
+        assert len(client.execute_command("CLUSTER", "NODES").decode().splitlines()) == 1
+        with pytest.raises(redis.exceptions.ClusterDownError, match="not served"):
+            client.get("k")
+    wait_until(lambda: servers[0].client().info("replication")["connected_slaves"] == 0)
 
 
 def test_slots_move_to_an_added_primary_while_clients_write(spawn, tmp_path, controllers):
