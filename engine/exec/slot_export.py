@@ -61,20 +61,30 @@ class SlotExport:
         self._note_many(db, time_ms, effects)
 
     def _note_many(self, db: int, time_ms: int, effects: list[Any]) -> None:
+        """A record of several effects or keys: each effect's keys read once, the slots'
+        among them (`mine`), the record's touched keys their union."""
         slots = self.slots
         touched: set[bytes] = set()
-        for key_db, key in effect_keys(db, effects):
-            if key is None:  # a flush: the target cannot be told what it held
-                self.fail("ERR the slots were flushed during their move")
-                return
-            if key_db == 0 and _slot_of(key) in slots:
-                touched.add(key)
+        named: list[tuple[Any, list[bytes], list[bytes]]] = []
+        for effect in effects:
+            keys: list[bytes] = []
+            mine: list[bytes] = []
+            for key_db, key in effect_keys(db, (effect,)):
+                if key is None:  # a flush: the target cannot be told what it held
+                    self.fail("ERR the slots were flushed during their move")
+                    return
+                keys.append(key)
+                if key_db == 0 and _slot_of(key) in slots:
+                    mine.append(key)
+            if mine:
+                touched.update(mine)
+                named.append((effect, keys, mine))
         if not touched:
             return
         copied = self.copied
         sent = [key in copied for key in touched]
         if all(sent):
-            ours = self._ours(effects)
+            ours = self._ours(named)
             if ours is not None:
                 self._queue(time_ms, ours)
         elif any(sent):  # some of each: every one of them sent again whole
@@ -83,17 +93,13 @@ class SlotExport:
                 self.queue.append((COPY, key))
                 self.queued_bytes += len(key) + EFFECT_OVERHEAD
 
-    def _ours(self, effects: list[Any]) -> list[Any] | None:
-        """The record's effects on the slots' keys: an active expiry's DEL names keys of
-        any slot (those of others dropped from it); any other effect naming keys of other
-        slots as well fails the move (None), as a node never logs one."""
-        slots = self.slots
+    def _ours(self, named: list[tuple[Any, list[bytes], list[bytes]]]) -> list[Any] | None:
+        """The record's effects on the slots' keys (each with its keys and the slots' among
+        them): an active expiry's DEL names keys of any slot (those of others dropped from
+        it); any other effect naming keys of other slots as well fails the move (None), as a
+        node never logs one."""
         ours = []
-        for effect in effects:
-            keys = [key for _db, key in effect_keys(0, (effect,))]
-            mine = [key for key in keys if key is not None and _slot_of(key) in slots]
-            if not mine:
-                continue
+        for effect, keys, mine in named:
             if len(mine) == len(keys):
                 ours.append(effect)
             elif effect[0].upper() in (b"DEL", b"UNLINK"):

@@ -306,7 +306,10 @@ class Mover(threading.Thread):
             if node is None or not node.is_primary or link is None:
                 self.to_trim.discard(node_id)
                 continue
-            conn = Node(link.address, timeout=MOVE_TIMEOUT)
+            try:
+                conn = Node(link.address, timeout=MOVE_TIMEOUT)
+            except StreamkeepError:
+                continue  # (down: trimmed once it is back; the others meanwhile)
             try:
                 while not self.stopped.is_set():
                     began = time.monotonic()
@@ -314,6 +317,8 @@ class Mover(threading.Thread):
                         self.to_trim.discard(node_id)
                         break
                     self.stopped.wait((time.monotonic() - began) * MOVE_PACE)
+            except StreamkeepError:
+                continue  # (lost meanwhile: the same)
             finally:
                 conn.close()
 
