@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.server.listeners import DEFAULT_BIND
 from streamkeep.engine.wire.errors import StreamkeepError
+from streamkeep.tools.memory_defaults import apply_memory_defaults
 
 if TYPE_CHECKING:
     from streamkeep.engine.server.shared_mode import Daemon, Identity
@@ -292,6 +293,9 @@ def _serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
             _listen_unix(listening, os.path.abspath(str(unixsocket)),
                          parse_setting("unixsocketperm", settings.get("unixsocketperm", 0)))
+        bounds = apply_memory_defaults(settings)
+        if bounds is not None:
+            logging.getLogger("streamkeep.serve").info(bounds)
         return _run(args, settings, path, bind, listening)
     except _Refused as err:
         listening.close()  # (before the word: the starter may try again at once)

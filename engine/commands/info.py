@@ -226,8 +226,9 @@ def _client_memory(clients: list[Any]) -> tuple[int, int]:
 
 
 def _info_memory(engine: EngineState) -> Fields:
-    used, peak, total = resident_bytes(), _peak_rss(), _system_memory()
-    peak = max(peak, used)
+    eviction = engine.eviction
+    used, rss, total = eviction.used(), resident_bytes(), _system_memory()
+    peak = eviction.peak
     startup = min(engine.startup_memory, used)
     normal, replicas = _client_memory(server_clients(engine))
     journal = engine.journal
@@ -236,12 +237,12 @@ def _info_memory(engine: EngineState) -> Fields:
     overhead = min(startup + normal + replicas + aof_buffer + lua, used)
     dataset = used - overhead
     net = used - startup if used > startup else 1
-    maxmemory = int(engine.config["maxmemory"])
+    maxmemory = eviction.limit
     return [
         ("used_memory", used),
         ("used_memory_human", bytes_to_human(used)),
-        ("used_memory_rss", used),
-        ("used_memory_rss_human", bytes_to_human(used)),
+        ("used_memory_rss", rss),
+        ("used_memory_rss_human", bytes_to_human(rss)),
         ("used_memory_peak", peak),
         ("used_memory_peak_human", bytes_to_human(peak)),
         ("used_memory_peak_perc", f"{used * 100 / peak:.2f}%" if peak else "100.00%"),
@@ -255,10 +256,9 @@ def _info_memory(engine: EngineState) -> Fields:
         ("maxmemory", maxmemory),
         ("maxmemory_human", bytes_to_human(maxmemory)),
         ("maxmemory_policy", engine.config["maxmemory-policy"]),
-        # used_memory is the resident set: nothing lies between them to fragment
-        ("mem_fragmentation_ratio", "1.00"),
-        ("mem_fragmentation_bytes", 0),
-        ("mem_not_counted_for_evict", aof_buffer + replicas),
+        ("mem_fragmentation_ratio", f"{rss / used:.2f}" if used else "1.00"),
+        ("mem_fragmentation_bytes", rss - used),
+        ("mem_not_counted_for_evict", aof_buffer),
         ("mem_replication_backlog", 0),  # the backlog is the AOF's segments, on disk
         ("mem_total_replication_buffers", replicas),
         ("mem_clients_slaves", replicas),
@@ -417,7 +417,7 @@ def _info_stats(engine: EngineState) -> Fields:
         ("expired_stale_perc", f"{stats.expired_stale_perc:.2f}"),
         ("expired_time_cap_reached_count", stats.expired_time_cap_reached_count),
         ("expire_cycle_cpu_milliseconds", stats.expire_cycle_nanos // 1_000_000),
-        ("evicted_keys", 0),
+        ("evicted_keys", stats.evicted_keys),
         ("evicted_clients", 0),
         ("keyspace_hits", stats.keyspace_hits),
         ("keyspace_misses", stats.keyspace_misses),

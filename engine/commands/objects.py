@@ -91,14 +91,15 @@ def object_refcount(ctx: Ctx, argv: Argv) -> int | None:
             "to a Redis object.",
             syntax="key")
 def object_idletime(ctx: Ctx, argv: Argv) -> int | None:
-    """streamkeep keeps no access time per key (there is no eviction to feed): a key is never
-    idle."""
+    """Seconds since the key was last touched, from its LRU clock (engine.exec.eviction keeps
+    the clocks under an LRU or LFU policy; under any other, the time since the policy was
+    set)."""
     found = _object_lookup(ctx, argv[2])
     if found is None:
         return None
     if _lfu_policy(ctx):
         raise ReplyError(LFU_SELECTED)
-    return 0
+    return ctx.engine.eviction.idle_ms(ctx.session.db, argv[2], ctx.now) // 1000
 
 
 @subcommand(OBJECT, "freq", 3, "readonly", since="4.0.0",
@@ -112,7 +113,7 @@ def object_freq(ctx: Ctx, argv: Argv) -> int | None:
         return None
     if not _lfu_policy(ctx):
         raise ReplyError(LFU_NOT_SELECTED)
-    return 0
+    return ctx.engine.eviction.frequency(ctx.session.db, argv[2])
 
 
 help_subcommand(OBJECT, [

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from streamkeep.engine.exec.blocking import WaiterRegistry
     from streamkeep.engine.exec.cluster import Topology
     from streamkeep.engine.exec.context import Ctx, Session
+    from streamkeep.engine.exec.eviction import Eviction
     from streamkeep.engine.exec.interfaces import (
         ConfigHook,
         InfoSection,
@@ -68,6 +69,11 @@ class EngineState:
     # earliest such expiry (engine.exec.keys' SubexpiryIndex; None until first needed).
     subexpires: list[Any]
     residency: Residency  # which stream nodes are in memory (backlog-memory)
+    # maxmemory (engine.exec.eviction): the limit, the policy, the keys' access clocks; `oom`
+    # is whether the command now starting found memory over the limit with nothing to evict
+    # (Redis's pre_command_oom_state: MULTI refuses to queue, a script's first write refuses).
+    eviction: Eviction
+    oom: bool
     # Settings (Redis's names, canonical values) and the ones hot paths read as fields.
     config: dict[str, Any]
     config_file: str | None  # the file CONFIG REWRITE rewrites (the server's)

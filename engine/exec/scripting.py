@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from streamkeep.engine.exec.cluster import CROSSSLOT, DOWN, DOWN_READ_ONLY, UNBOUND
 from streamkeep.engine.exec.context import Block, Later, MultiCtx, ScriptCtx
+from streamkeep.engine.exec.eviction import OOM
 from streamkeep.engine.exec.script_libs import (
     MAXCSTACK,
     bit_library,
@@ -130,6 +131,14 @@ _LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)  # LL
 _VERBOSITY = {"debug": 0, "verbose": 1, "notice": 2, "warning": 3}
 
 
+def _refuse_oom_run(ctx: Ctx, flags: int) -> None:
+    """A script with flags but neither allow-oom nor no-writes is a denyoom command: refused
+    while memory is over maxmemory (Redis's scriptFlagsToCmdFlags)."""
+    if ctx.engine.oom and not flags & FLAG_COMPAT \
+            and not flags & (FLAG_ALLOW_OOM | FLAG_NO_WRITES) and not ctx.session.from_primary:
+        raise ReplyError(OOM)
+
+
 def sha1hex(body: bytes) -> str:
     return hashlib.sha1(body).hexdigest()
 
@@ -201,7 +210,7 @@ class Run:
 
     __slots__ = ("session", "sha", "started", "read_only", "dirty", "killed", "timed_out",
                  "shutdown", "resp", "record_db", "ctx", "out_of_memory", "next_check",
-                 "is_function", "calls", "slot", "cross_slot")
+                 "is_function", "calls", "slot", "cross_slot", "allow_oom")
 
     def __init__(self, ctx: Ctx, sha: str, read_only: bool) -> None:
         self.ctx = ctx
@@ -220,6 +229,7 @@ class Run:
         # from busy-reply-threshold, and a kill or a shutdown signal cannot predate it.
         self.next_check = self.started + CALL_CHECK_SECONDS
         self.is_function = False  # FCALL's (FUNCTION KILL stops it), not EVAL's
+        self.allow_oom = False  # its shebang's allow-oom: writes even over maxmemory
         # The context its redis.calls run in, as EXEC's commands do (made on the first one,
         # reset by each: see EngineState.run_script_command).
         self.calls: MultiCtx | None = None
@@ -506,8 +516,10 @@ class Scripting:
                 raise ReplyError("READONLY Can not run script with write flag on readonly replica")
             if read_only:
                 raise ReplyError(RO_SCRIPT)
+        _refuse_oom_run(ctx, flags)
         ro = read_only or (not flags & FLAG_COMPAT and bool(flags & FLAG_NO_WRITES))
         run = self.running = Run(ctx, script.sha, ro)
+        run.allow_oom = bool(flags & FLAG_ALLOW_OOM)
         _cluster_run(run, flags, argv, first, nkeys)
         try:
             return self._execute(run, script, argv, first, nkeys)
@@ -837,6 +849,11 @@ class Scripting:
         ctx = run.ctx
         engine = ctx.engine
         session = run.session
+        # scriptVerifyOOM: over maxmemory when the script started, its first write that may
+        # grow memory is refused (after a write it cannot stop half-way).
+        if engine.oom and not run.dirty and not run.allow_oom and Flag.DENYOOM in flags \
+                and not session.from_primary:
+            raise ReplyError(OOM)
         effects = ctx.effects
         mark = len(effects)
         db = session.db
@@ -1078,9 +1095,11 @@ class Scripting:
                 raise ReplyError("READONLY Can not run script with write flag on readonly replica")
             if read_only:
                 raise ReplyError(RO_SCRIPT)
+        _refuse_oom_run(ctx, script.flags)
         run = self.running = shared.running = Run(ctx, script.sha,
                                                   read_only or bool(script.flags & FLAG_NO_WRITES))
         run.is_function = True
+        run.allow_oom = bool(script.flags & FLAG_ALLOW_OOM)
         _cluster_run(run, script.flags, argv, first, nkeys)
         try:
             return self._execute(run, script, argv, first, nkeys)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.engine.exec.eviction import POLICIES
 from streamkeep.engine.exec.notify import BAD_CLASS, classes_text, parse_classes
 from streamkeep.engine.model.value_types import TYPES
 from streamkeep.engine.wire.errors import StorageError, StreamkeepError
@@ -549,6 +550,20 @@ def _bind_long_lists(engine: EngineState) -> None:
                     residency.bind_nodes(value, kind, index, store.clean_before)
 
 
+def _apply_eviction(engine: EngineState) -> None:
+    engine.eviction.configure(engine.config, engine.now())
+
+
+def _memory_or_percent(value: Any) -> None:
+    """maxmemory-clients: bytes (with a unit) or a percentage of maxmemory."""
+    text = str(value)
+    if text.endswith("%"):
+        if not text[:-1].isdigit() or int(text[:-1]) > 100:
+            raise ValueError("argument must be a memory or percent value")
+    elif memtoull(text) is None:
+        raise ValueError("argument must be a memory or percent value")
+
+
 def _apply_monitoring(engine: EngineState) -> None:
     engine.apply_monitoring()
 
@@ -833,14 +848,28 @@ _PARAMS: list[Param] = [
                   "HISTOGRAM)"),
     Param("latency-tracking-info-percentiles", "percentiles", (50.0, 99.0, 99.9),
           multi_arg=True, summary="the percentiles INFO latencystats prints"),
-    # Redis's memory limit: streamkeep bounds the streams' memory with backlog-memory instead
-    # (older nodes go cold rather than writes being refused), so it is 0, as is Redis's default.
-    Param("maxmemory", "memory", 0, hi=ULLONG_MAX,
-          check=_must_be(0, "streamkeep has no maxmemory: bound the streams' memory with "
-                            "backlog-memory"),
-          summary="always 0: the streams' memory is bounded by backlog-memory"),
-    Param("maxmemory-policy", "enum", "noeviction", choices=("noeviction",),
-          summary="always noeviction: no key is ever evicted"),
+    # maxmemory (engine.exec.eviction): the limit, the policy and its sampled approximation.
+    Param("maxmemory", "memory", 0, hi=ULLONG_MAX, hook=_apply_eviction,
+          summary="bytes the server may hold (used_memory) before it evicts keys by "
+                  "maxmemory-policy or refuses writes that may grow it (0: no limit)"),
+    Param("maxmemory-policy", "enum", "noeviction", choices=POLICIES, hook=_apply_eviction,
+          summary="what goes past maxmemory: noeviction refuses denyoom writes with OOM; "
+                  "allkeys-* or volatile-* (the keys with a TTL) evict by lru, lfu, random or "
+                  "(volatile-ttl) the nearest expiry"),
+    Param("maxmemory-samples", "int", 5, lo=1, hi=64, hook=_apply_eviction,
+          summary="keys sampled per database for each eviction (more: closer to true LRU/LFU)"),
+    Param("maxmemory-eviction-tenacity", "int", 10, hi=100, hook=_apply_eviction,
+          summary="how long one command's evictions may run (10: 500 us; 100: unbounded)"),
+    Param("maxmemory-clients", "string", "0", check=_memory_or_percent,
+          summary="accepted for compatibility: clients' buffers are bounded per client "
+                  "(client-output-buffer-limit, client-query-buffer-limit)"),
+    Param("lfu-log-factor", "int", 10, hi=INT_MAX, hook=_apply_eviction,
+          summary="how slowly an LFU counter grows with accesses"),
+    Param("lfu-decay-time", "int", 1, hi=INT_MAX, hook=_apply_eviction,
+          summary="minutes for an LFU counter to lose one (0: never decays)"),
+    Param("replica-ignore-maxmemory", "bool", True,
+          check=_must_be(True, "a replica never evicts: it applies its primary's evictions"),
+          summary="always yes: a replica applies its primary's evictions and never evicts"),
     Param("io-threads", "int", 1, mutable=False, lo=1, hi=128,
           check=_must_be(1, "streamkeep does its network I/O on its event loop's thread"),
           summary="always 1: the event loop's thread does all network I/O"),

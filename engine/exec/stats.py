@@ -148,8 +148,8 @@ class ServerStats:
     """The counters of one engine. Updated and read under the engine lock."""
 
     __slots__ = ("commands", "errors", "errors_enabled", "total_error_replies", "slow_ns",
-                 "tracking", "keyspace_hits", "keyspace_misses", "expired_keys", "expired_stale_perc",
-                 "expired_time_cap_reached_count", "expire_cycle_nanos", "rates",
+                 "tracking", "keyspace_hits", "keyspace_misses", "expired_keys", "evicted_keys",
+                 "expired_stale_perc", "expired_time_cap_reached_count", "expire_cycle_nanos", "rates",
                  "last_sample_ms", "dump_payload_sanitizations", "avg_ttl")
 
     def __init__(self, names: Iterable[str] = ()) -> None:
@@ -166,6 +166,7 @@ class ServerStats:
         self.keyspace_hits = 0
         self.keyspace_misses = 0
         self.expired_keys = 0
+        self.evicted_keys = 0  # keys maxmemory evicted (engine.runtime.evictions)
         self.expired_stale_perc = 0.0  # the active cycle's running estimate, percent
         self.expired_time_cap_reached_count = 0
         self.expire_cycle_nanos = 0
@@ -278,7 +279,7 @@ class ServerStats:
         self.errors.clear()
         self.errors_enabled = True
         self.total_error_replies = 0
-        self.keyspace_hits = self.keyspace_misses = self.expired_keys = 0
+        self.keyspace_hits = self.keyspace_misses = self.expired_keys = self.evicted_keys = 0
         self.expired_stale_perc = 0.0
         self.expired_time_cap_reached_count = self.expire_cycle_nanos = 0
         self.dump_payload_sanitizations = 0

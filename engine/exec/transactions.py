@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.eviction import OOM
 from streamkeep.engine.exec.keys import ALL_DATABASES, effect_keys
 from streamkeep.engine.exec.table import ANY_EFFECTS, Argv, CommandSpec, Flag, command
 from streamkeep.engine.wire.errors import ReplyError
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 # Commands that run at once inside MULTI instead of being queued (Redis's processCommand list).
 RUN_IN_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
+# What MULTI still takes over maxmemory (Redis's processCommand: all else is refused with OOM).
+ENDS_MULTI = frozenset({"exec", "discard", "quit", "reset"})
 NOT_IN_MULTI = "ERR Command not allowed inside a transaction"
 ALL_KEYS = (1, -1, 1)
 
@@ -32,6 +35,9 @@ ALL_KEYS = (1, -1, 1)
 def queue_in_multi(engine: EngineState, session: Session, spec: CommandSpec, argv: Argv) -> Any:
     """Inside MULTI: queue argv and return "QUEUED", raise the error that flags the transaction
     (EXEC then aborts), or return None for a command that runs now."""
+    if engine.oom and spec.name not in ENDS_MULTI:  # over maxmemory: queueing grows it
+        session.multi_failed = True
+        raise ReplyError(OOM)
     if spec.name in RUN_IN_MULTI:
         return None
     if Flag.NO_MULTI in spec.flags:

@@ -429,6 +429,23 @@ class Residency:
         if self.resident > budget and self.waiting and self.on_pressure is not None:
             self.on_pressure()
 
+    def purge_dead(self) -> int:
+        """Drop the queued nodes no longer in their streams (deleted or trimmed: the queue held
+        them alive until eviction reached them), for maxmemory, which needs their memory back
+        now: the bytes they were counted for. O(queued nodes)."""
+        kept: deque[Queued] = deque()
+        dropped = 0
+        for item in self.queue:
+            node, _home, nbytes = item
+            if isinstance(node, bytearray) or node.queued:
+                kept.append(item)
+            else:
+                dropped += nbytes
+        if dropped:
+            self.queue = kept
+            self.resident -= dropped
+        return dropped
+
     def _evict_value_node(self, node: bytearray, home: ValueNodesHome, nbytes: int) -> None:
         """A queued value node: cold if the snapshot holds a node of exactly its bytes (its
         placeholder takes its place in the value); waiting for the next snapshot if it does

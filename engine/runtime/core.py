@@ -35,11 +35,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Self
 
 from streamkeep.engine import commands as _commands  # noqa: F401  (registers every command)
-from streamkeep.engine.commands.info import resident_bytes
 from streamkeep.engine.commands.pubsub import glob_match
 from streamkeep.engine.exec.blocking import Waiter, WaiterRegistry
 from streamkeep.engine.exec.context import Block, Ctx, Later, Session
 from streamkeep.engine.exec.engine_state import EngineState
+from streamkeep.engine.exec.eviction import OOM, Eviction
 from streamkeep.engine.exec.keys import expire_named_keys, hide_expired, unhide
 from streamkeep.engine.exec.latency import LatencyMonitor
 from streamkeep.engine.exec.pubsub import PubSub, Subscription
@@ -55,6 +55,7 @@ from streamkeep.engine.runtime.acl_gate import plan_for, unrestricted
 from streamkeep.engine.runtime.acl_gate import refusal as acl_refusal
 from streamkeep.engine.runtime.batches import Batches
 from streamkeep.engine.runtime.dispatch import Dispatch, Entry
+from streamkeep.engine.runtime.evictions import Evictions
 from streamkeep.engine.runtime.expiry_cycle import ExpiryCycle
 from streamkeep.engine.runtime.monitoring import Monitoring
 from streamkeep.engine.runtime.records import Records, RecordSink
@@ -131,6 +132,10 @@ class EngineCore(EngineState):
         self.strings = self.keyspaces[STRING.slot]
         self.expires = [{} for _ in range(NUM_DATABASES)]
         self.subexpires = [None] * NUM_DATABASES  # (engine.exec.keys: built when first needed)
+        # maxmemory: the limit, the policy, the keys' access clocks (engine.exec.eviction).
+        self.eviction = Eviction(self)
+        self.eviction.configure(self.config, self.now())
+        self.oom = False
         # Each type's encoding limits, from the config (CONFIG SET changes them in place).
         self.limits = [None if vt.limits is None else vt.limits.from_config(self.config)
                        for vt in TYPES]
@@ -183,7 +188,7 @@ class EngineCore(EngineState):
         self.after_command: Callable[[], None] | None = (
             None if hook is None else partial(hook, self))
         self.latest_fork_usec = 0  # how long starting the last compaction held the lock
-        self.startup_memory = resident_bytes()  # INFO's used_memory_startup
+        self.startup_memory = self.eviction.used()  # INFO's used_memory_startup
         self.closed = False
         # The parts around the command path, each named for what it owns and handed what it
         # needs: the engine as its state (`self` as EngineState), the parts it uses, and the
@@ -200,6 +205,7 @@ class EngineCore(EngineState):
                              self.after_command)
         self.expiry_cycle = ExpiryCycle(self, self.records, self.waiting, self.own_session,
                                         self.timer)  # active expiry
+        self.evictions = Evictions(self, self.records, self.own_session)  # maxmemory's
         # What handlers ask of the parts (EngineState declares them).
         self.run_queued = self.batches.run_queued
         self.run_script_command = self.batches.run_script_command
@@ -375,13 +381,17 @@ class EngineCore(EngineState):
         blocked read parked, the stream nodes kept within their memory budget."""
         if not argv:
             raise ReplyError("ERR empty command")
-        # Dispatch: the table of plain commands when the arity fits, outside MULTI.
         entry = self.dispatch.table.get(argv[0])
+        if self.eviction.limit or self.oom:  # maxmemory: room made before any command
+            self.oom = self.evictions.before(session, entry)
+        # Dispatch: the table of plain commands when the arity fits, outside MULTI.
         if (entry is None or not entry.min_args <= len(argv) <= entry.max_args
                 or session.multi is not None):
             entry, queued = self.dispatch.general(session, argv)
             if entry is None:
                 return queued, 0
+        if self.oom and self.evictions.refuses(session, entry):
+            raise refuse(self, session, entry.spec, ReplyError(OOM))
         session.lastcmd = entry.name
         if self.cluster is not None:  # a cluster node: the keys' slots decide
             self.dispatch.route(session, entry, argv)
@@ -470,6 +480,8 @@ class EngineCore(EngineState):
         nanos = ctx.nanos = self.timer() - began
         if type(reply) is not Block and not ctx.rerun and entry.counters.count(nanos):
             self.monitoring.slow_call(session, argv, nanos)
+        if entry.touches and self.eviction.tracking:  # an LRU or LFU policy's access clocks
+            self.evictions.touch(ctx, entry, argv)
         if ctx.commits and ctx.effects:
             ctx.lsn = self._commit_command(ctx, db, entry)
         return reply

@@ -12,11 +12,11 @@ command path does), command semantics, MULTI's rules (engine.exec.transactions).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from streamkeep.engine.exec.cluster import FIRST_KEY, NO_KEYS, slot_plan
 from streamkeep.engine.exec.stats import CommandCounters
-from streamkeep.engine.exec.table import FAST_DISPATCH, lookup, resolve
+from streamkeep.engine.exec.table import FAST_DISPATCH, Flag, lookup, resolve
 from streamkeep.engine.exec.transactions import RUN_IN_MULTI, end_transaction, queue_in_multi
 from streamkeep.engine.runtime.acl_gate import refusal as acl_refusal
 from streamkeep.engine.runtime.acl_gate import unrestricted
@@ -30,6 +30,13 @@ if TYPE_CHECKING:
     from streamkeep.engine.exec.table import Argv, CommandSpec, Handler
 
 
+# Commands that look a key up without touching its access clock (Redis's LOOKUP_NOTOUCH), and
+# EXEC (its commands touch theirs).
+NO_TOUCH: Final = frozenset({
+    "exec", "type", "ttl", "pttl", "expiretime", "pexpiretime", "exists", "object|encoding",
+    "object|refcount", "object|idletime", "object|freq", "memory|usage"})
+
+
 class Entry:
     """A command as this engine runs it: its handler, the argument counts its arity allows,
     whether it writes, its name (its statistics and CLIENT LIST's cmd= are kept under it)
@@ -37,7 +44,7 @@ class Entry:
     plain command to its entry; any other command gets one when it is looked up."""
 
     __slots__ = ("handler", "min_args", "max_args", "is_write", "name", "counters", "spec",
-                 "slot_plan")
+                 "slot_plan", "denyoom", "touches")
 
     def __init__(self, spec: CommandSpec, counters: CommandCounters) -> None:
         assert spec.handler is not None  # (lookup never returns a container without one)
@@ -49,6 +56,10 @@ class Entry:
         self.name = spec.name
         self.counters = counters
         self.slot_plan = slot_plan(spec)  # how a cluster node finds its keys' slot
+        self.denyoom = Flag.DENYOOM in spec.flags  # refused while memory is over maxmemory
+        # Which keys it touches (their access clocks, for an LRU or LFU policy): as the slot
+        # plan finds them, none for a command that looks its key up without touching it.
+        self.touches = NO_KEYS if spec.name in NO_TOUCH else self.slot_plan
 
 
 class Dispatch:

@@ -54,6 +54,7 @@ class ExpiryCycle:
         removed = 0
         began = self.timer()
         with state.lock:
+            state.eviction.maintain(state.now())  # (the cron's: the access clocks' upkeep)
             if state.write_gate(self.own_session) is not None:
                 return 0
             session, now = Session(), state.now()

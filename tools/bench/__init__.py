@@ -5,7 +5,7 @@ and none imports tools/main.py): workload (Measurement, Skip, the loops' shapes)
 datasets, env (BenchEnv: what a run's rows share), processes (every server a run starts),
 one module of workloads per kind of section (embedded, aof, snapshot, latency, server,
 datatypes, hardening, security, replication, interop, offline, workqueue, asyncio_rows,
-shared, memory, backlog, checkouts), declarations (a row, a figure, a section), sections (each
+shared, memory, eviction, backlog, checkouts), declarations (a row, a figure, a section), sections (each
 section's rows, targets and figures, by what they measure), registry (the run order), runner
 (the one runner: repeats, interleaving, the derived figures), report, options (the command
 line; cheap: the CLI builds it always), compare (--compare-pure) and cli (main, progress).

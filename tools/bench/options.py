@@ -115,7 +115,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "snapshot, server, strings, types, lists, cluster, hardening, "
                              "security, "
                              "replication, "
-                             "inspect, export, queue, asyncio, shared, memory, backlog, interop, "
+                             "inspect, export, queue, asyncio, shared, memory, eviction, backlog, "
+                             "interop, "
                              "nodes, consume, crashbench (default: all)")
     parser.add_argument("only", nargs="*", type=section_list, metavar="SECTION",
                         help="sections to run, as --sections (e.g. `streamkeep bench server`)")

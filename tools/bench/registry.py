@@ -29,7 +29,7 @@ SECTIONS: tuple[Section, ...] = (
     speed.EMBEDDED, durability.AOF, speed.REDIS_PY, storage.SNAPSHOT, speed.SERVER,
     speed.STRINGS, speed.TYPES, speed.LISTS, speed.CLUSTER, hardening.HARDENING, security.SECURITY,
     replication.REPLICATION, offline.INSPECT, offline.EXPORT, speed.QUEUE, speed.ASYNCIO,
-    replication.SHARED, storage.MEMORY, replication.INTEROP, speed.NODES, speed.CONSUME,
+    replication.SHARED, storage.MEMORY, storage.EVICTION, replication.INTEROP, speed.NODES, speed.CONSUME,
     durability.CRASHBENCH, storage.BACKLOG,
 )
 
@@ -42,7 +42,8 @@ NATIVE_TARGETS: dict[str, float] = {**speed.NATIVE_TARGETS, **durability.NATIVE_
                                     **replication.NATIVE_TARGETS}
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None.
-REPORTS: tuple[Callable[[Sequence[Any], Sequence[Any]], Table | None], ...] = speed.REPORTS
+REPORTS: tuple[Callable[[Sequence[Any], Sequence[Any]], Table | None], ...] = (
+    *speed.REPORTS, *storage.REPORTS)
 
 
 def select_sections(names: str | Sequence[str] | None) -> tuple[Section, ...]:

@@ -170,7 +170,7 @@ def _row_json(r: Result, n: int) -> dict[str, Any]:
             "ops": r.count if r.count is not None else n, "rate": r.rate,
             "us_per_op": 1e6 / r.rate if r.rate else None, "target": r.bench.target,
             "result": r.verdict or None, "skipped": r.skipped, "figures": r.figures,
-            "notes": r.notes, "runs": r.runs}
+            "notes": r.notes, "runs": r.runs, "figure_runs": r.figure_runs}
 
 
 def _figure_json(fr: FigureResult) -> dict[str, Any]:

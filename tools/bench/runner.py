@@ -30,6 +30,7 @@ class Result:
     figures: dict[str, float] = field(default_factory=dict)  # the best run's
     notes: list[str] = field(default_factory=list)  # the best run's
     runs: list[float] = field(default_factory=list)  # every repeat's rate, in run order
+    figure_runs: list[dict[str, float]] = field(default_factory=list)  # every repeat's figures
     seconds: float = 0.0  # the time its repeats took
 
     @property
@@ -92,6 +93,7 @@ def groups(sections: Sequence[Section]) -> list[list[tuple[str, Benchmark]]]:
 def _keep(result: Result, runs: list[Measurement], theirs: list[Measurement]) -> None:
     best = max(runs, key=result.bench.rank or (lambda m: m.rate))
     result.runs = [m.rate for m in runs]
+    result.figure_runs = [dict(m.figures) for m in runs]
     result.rate, result.count, result.figures, result.notes = (
         best.rate, best.count, dict(best.figures), best.notes)
     if result.bench.reference is not None and theirs:

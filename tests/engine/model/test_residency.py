@@ -206,6 +206,19 @@ def test_a_node_no_longer_in_its_stream_leaves_the_queue() -> None:
     assert all(node is not gone for node, _home, _n in (*residency.queue, *residency.waiting))
 
 
+def test_nodes_no_longer_in_their_stream_are_let_go_at_once_for_maxmemory() -> None:
+    residency, stream, _store = snapshotted(4)
+    queued = len(residency.queue)
+    before = residency.resident
+    gone = stream.nodes[:2]
+    stream.trim(maxlen=2 * PER_NODE, minid=None, approx=False, limit=0)
+    freed = residency.purge_dead()
+    assert freed == sealed_bytes(gone) and residency.resident == before - freed
+    assert len(residency.queue) == queued - 2
+    assert all(node is not g for node, _home, _n in residency.queue for g in gone)
+    assert residency.purge_dead() == 0
+
+
 def test_the_node_being_read_stays_and_so_does_what_follows_it() -> None:
     residency, stream, _store = snapshotted(4)
     residency.set_budget(1)

@@ -2,7 +2,7 @@
 the figures derived from them, side by side. The registry (:mod:`..registry`) puts them in run
 order. speed: the command path (embedded, redis-py, server, strings, types, lists, queue,
 asyncio, nodes, consume); durability: the AOF and the crash bench's speed; storage: snapshot,
-memory, backlog; replication: replication, shared, interop; offline: inspect, export;
+memory, eviction, backlog; replication: replication, shared, interop; offline: inspect, export;
 hardening; security. A section module imports the workload modules it declares rows for and
 :mod:`..declarations`, never the registry nor another section module.
 """

@@ -1,18 +1,23 @@
 """Storage: snapshots and compaction (``snapshot``: restart, no pause, bounded disk), what an
-entry costs in memory against Redis (``memory``), and backlogs bigger than memory
-(``backlog``: cold against resident).
+entry costs in memory against Redis (``memory``), maxmemory and its eviction policies against
+Redis's (``eviction``: the accounting's cost, a cache at its limit), and backlogs bigger than
+memory (``backlog``: cold against resident).
 
 Owns those sections' rows, targets and figures.
 Must not touch: how a workload measures (:mod:`..snapshot`, :mod:`..memory`,
-:mod:`..backlog`), the run order, running, printing.
+:mod:`..eviction`, :mod:`..backlog`), the run order, running, printing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Any
 
-from streamkeep.tools.bench import backlog, memory, snapshot
-from streamkeep.tools.bench.declarations import Benchmark, Section, extra, ratio
+from streamkeep.tools.bench import backlog, eviction, memory, snapshot
+from streamkeep.tools.bench.declarations import Benchmark, Section, both, extra, ratio, vs_redis
+from streamkeep.tools.bench.server import SERVER_CLIENTS, server_requests
+from streamkeep.tools.text_width import Table
 
 # --- snapshot: restart, compaction without a pause, bounded disk --------------------------------
 
@@ -79,6 +84,65 @@ MEMORY = Section("memory", tuple(
            MEMORY_TYPES_OVER_REDIS_TARGET if name in memory.TYPE_WORKLOADS
            else MEMORY_OVER_REDIS_TARGET))),
 ))
+
+# --- eviction: maxmemory and its policies, against redis-server ----------------------------------
+
+# At least:
+ACCOUNTING_TARGET = 0.95  # write rate with maxmemory far above use / with maxmemory 0
+LRU_SET_TARGET = 0.5  # SET rate of an allkeys-lru cache at its limit / redis-server's
+# At most: the points a read-through cache's hit rate is below redis-server's at the same limit
+HIT_RATE_POINTS_TARGET = 5.0
+
+_P, _FAR = eviction.PIPELINE, eviction.FAR_LIMIT
+_LIMIT = f"at the maxmemory limit ({eviction.POLICY})"
+
+EVICTION = Section("eviction", (
+    *(Benchmark(f"{what}_{key}", f"{what.upper()}, redis-benchmark -c {SERVER_CLIENTS} -P {_P}"
+                f"{rest}: streamkeep, {label}", partial(run, limit=limit))
+      for what, rest, run in (
+          ("set", f" -r {eviction.ACCOUNTING_KEYSPACE:,}", eviction.accounting_set),
+          ("xadd", "", eviction.accounting_xadd))
+      for key, label, limit in (("accounting", f"maxmemory {_FAR} noeviction", _FAR),
+                                ("unlimited", "maxmemory 0", "0"))),
+    *both("lru_set", f"SET {_LIMIT}, redis-benchmark -c {SERVER_CLIENTS} -P {_P} -t set -r "
+                     f"{eviction.SET_KEYSPACE:,}",
+          eviction.limit_set, servers=(lambda env: "streamkeep", lambda env: "redis-server")),
+    Benchmark("hit_rate", f"read-through cache {_LIMIT}, Zipf GETs + a SET on each miss, the "
+                          "same keys on both: requests against streamkeep", eviction.hit_rate),
+), sizes=(
+    ("accounting rows' redis-benchmark -n",
+     lambda env: server_requests(env.n, _P) * eviction.ACCOUNTING_SCALE),
+    ("maxmemory", lambda env: f"used_memory at start + {eviction.DATA_ROOM(env) / eviction.MB:g} "
+                              "MB, on each server"),
+    ("fill runs' -n", eviction.FILL_CHUNK),
+    ("SET rows' -n", lambda env: server_requests(env.n, _P)),
+    ("Zipf keys", eviction.ZIPF_KEYS), ("s", eviction.ZIPF_S), ("seed", eviction.ZIPF_SEED),
+    ("value bytes", eviction.VALUE_BYTES),
+    ("requests warming the cache up, then counted", eviction.ZIPF_REQUESTS)), figures=(
+    *(ratio(f"{what} -P {_P}: maxmemory {_FAR} (noeviction) / maxmemory 0", f"{key}_accounting",
+            f"{key}_unlimited", ACCOUNTING_TARGET) for what, key in (("SET", "set"),
+                                                                      ("XADD", "xadd"))),
+    vs_redis(f"SET -P {_P} at the {eviction.POLICY} limit", "lru_set", LRU_SET_TARGET),
+    *(extra(f"SET at the limit, {server}: {what}", key, name, unit)
+      for key, server in (("lru_set", "streamkeep"), ("redis_lru_set", "redis-server"))
+      for what, name, unit in (("keys held (DBSIZE)", "keys", "count"),
+                               ("used_memory", "used_mb", "MB"),
+                               ("keys evicted per SET", "evicted_per_set", ""),
+                               ("new keys (not overwrites) per SET", "new_per_set", ""))),
+    *(extra(f"read-through: hit rate, {server} (%)", "hit_rate", name, "")
+      for server, name in (("streamkeep", "hit_pct"), ("redis-server", "redis_hit_pct"))),
+    extra("read-through: hit rate, points below redis-server's", "hit_rate", "points_below", "",
+          HIT_RATE_POINTS_TARGET, at_most=True),
+    *(extra(f"read-through: {what}, {server}", "hit_rate", prefix + name, unit)
+      for what, name, unit in (("keys held (DBSIZE)", "keys", "count"),
+                               ("used_memory", "used_mb", "MB"))
+      for server, prefix in (("streamkeep", ""), ("redis-server", "redis_"))),
+    extra("read-through: requests/s against redis-server", "hit_rate", "redis_rate", "/s"),
+))
+
+# Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None.
+REPORTS: tuple[Callable[[Sequence[Any], Sequence[Any]], Table | None], ...] = (
+    eviction.summary,)
 
 # --- backlog: a stream bigger than memory -------------------------------------------------------
 

@@ -1,0 +1,3 @@
+from typing import Any
+
+def sample_keys(d: dict[bytes, Any], start: int, count: int) -> list[bytes]: ...
