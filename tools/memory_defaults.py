@@ -57,8 +57,8 @@ def machine_memory() -> tuple[int, str]:
 
 
 def apply_memory_defaults(settings: MutableMapping[str, Any]) -> str | None:
-    """Set maxmemory and backlog-memory where `settings` leave them out; the line to log
-    (None when both were given, or the machine's memory is unknown)."""
+    """Set maxmemory and backlog-memory where `settings` leave them out; what to say of them
+    on the listening line (None when both were given, or the machine's memory is unknown)."""
     if "maxmemory" in settings and "backlog-memory" in settings:
         return None
     total, source = machine_memory()
@@ -76,7 +76,7 @@ def apply_memory_defaults(settings: MutableMapping[str, Any]) -> str | None:
         settings["backlog-memory"] = bound // BACKLOG_SHARE
         said.append(f"backlog-memory {_human(settings['backlog-memory'])} (a quarter of "
                     f"{'maxmemory' if settings['maxmemory'] else 'half of ' + source})")
-    return "memory bounds by default: " + "; ".join(said)
+    return "by default " + ", ".join(said)
 
 
 def _human(n: int) -> str:

@@ -293,10 +293,9 @@ def _serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
             _listen_unix(listening, os.path.abspath(str(unixsocket)),
                          parse_setting("unixsocketperm", settings.get("unixsocketperm", 0)))
-        bounds = apply_memory_defaults(settings)
-        if bounds is not None:
-            logging.getLogger("streamkeep.serve").info(bounds)
-        return _run(args, settings, path, bind, listening)
+        # (a shared directory's settings are its first opener's, recorded: none added here)
+        bounds = None if args.shared else apply_memory_defaults(settings)
+        return _run(args, settings, path, bind, listening, bounds)
     except _Refused as err:
         listening.close()  # (before the word: the starter may try again at once)
         if listening.daemon is not None:
@@ -381,7 +380,7 @@ def _idle_exit(config: dict[str, Any]) -> str:
 
 
 def _run(args: argparse.Namespace, settings: dict[str, Any], path: str, bind: str,
-         listening: _Listening) -> int:
+         listening: _Listening, bounds: str | None = None) -> int:
     from streamkeep import Engine
     from streamkeep.aof.fs import LockedError
     from streamkeep.engine.server.limits import DescriptorLimitError
@@ -425,6 +424,8 @@ def _run(args: argparse.Namespace, settings: dict[str, Any], path: str, bind: st
             if idle is not None:
                 idle.start()
                 line += f"; shared, pid {os.getpid()}, {_idle_exit(engine.config)}"
+            if bounds is not None:
+                line += f"; {bounds}"
             print(line, flush=True)
             if listening.daemon is not None:
                 listening.daemon.ready(line)

@@ -527,10 +527,11 @@ def _info_keyspace(engine: EngineState) -> Fields:
 
 
 def _keyspace_entries(db: dict) -> str:
-    """streamkeep's own, with a backlog-memory budget: the database's entries, and how many
-    of them are cold (read back from the snapshot when touched)."""
+    """streamkeep's own, with a backlog-memory budget and some of the database's entries
+    cold: its entries, and how many of them are cold (read back from the snapshot when
+    touched). Nothing while none is: the line stays Redis's, which exporters parse."""
     entries, _nodes, cold, _bytes = _entry_counts([db])
-    return f",entries={entries},cold_entries={cold}"
+    return f",entries={entries},cold_entries={cold}" if cold else ""
 
 
 INFO_SECTIONS: dict[str, tuple[str, Callable[[EngineState], Fields]]] = {

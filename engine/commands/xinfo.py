@@ -127,8 +127,9 @@ def _stream_summary(ctx: Ctx, s: Stream) -> RespMap:
     items.append((b"groups", len(s.groups)))
     items.append((b"first-entry", _edge_entry(s, last=False)))
     items.append((b"last-entry", _edge_entry(s, last=True)))
-    if ctx.engine.config["backlog-memory"]:  # streamkeep's own: what is left in the snapshot
-        nodes, entries, nbytes = s.cold_counts()
+    # streamkeep's own, once some of the stream is cold: what is left in the snapshot
+    nodes, entries, nbytes = s.cold_counts() if ctx.engine.config["backlog-memory"] else (0, 0, 0)
+    if nodes:
         items.append((b"resident-entries", s.length - entries))
         items.append((b"resident-bytes", s.resident_bytes()))
         items.append((b"cold-nodes", nodes))

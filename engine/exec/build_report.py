@@ -18,6 +18,8 @@ import sys
 from streamkeep.aof import codec
 from streamkeep.engine.exec import lua_host
 from streamkeep.engine.model import (
+    dict_sample,
+    heap,
     ids,
     keyslot,
     lcs,
@@ -33,7 +35,7 @@ from streamkeep.snapshot import rdb
 
 # The kernel facades no value type's model imports (importing one is what registers it).
 FACADES = (request_parser, reply_encoder, argv, ids, listpack, packed_node, pel_search, pel_claim,
-           lcs, keyslot, packed_columns, codec, rdb, lua_host)
+           lcs, keyslot, packed_columns, codec, rdb, lua_host, heap, dict_sample)
 
 
 def kernels() -> dict[str, str]:

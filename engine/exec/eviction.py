@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import sys
 import time
+from bisect import bisect_right
 from typing import TYPE_CHECKING, Any, Final
 
 from streamkeep.engine.model.dict_sample import sample_keys
@@ -82,7 +83,11 @@ class Eviction:
         self.tracking = False  # access clocks kept (an LRU or LFU policy)
         self.access: list[dict[bytes, int]] = []
         self.since_ms = 0  # when the clocks began: a key without one was last touched then
-        self.pool: list[tuple[int, int, bytes]] = []  # (score, db, key), best last
+        # The eviction pool: its candidates' scores in ascending order (best last), the
+        # candidates (db, key) in the same order, and the same as a set (one look to dedupe).
+        self.pool_scores: list[int] = []
+        self.pool: list[tuple[int, bytes]] = []
+        self.pooled: set[tuple[int, bytes]] = set()
         # The level's estimate between walks: the last walk's reading, the bound then, what
         # the evictions since are thought to have freed.
         self.walked = 0
@@ -116,18 +121,22 @@ class Eviction:
             self.policy = policy
             self.kind = _KINDS.get(policy.rpartition("-")[2], _NONE)
             self.volatile = policy.startswith("volatile-")
-            self.pool = []
+            self._empty_pool()
             tracking = self.kind in (_LRU, _LFU)
             # A change between LRU and LFU changes what a clock means: they start again.
             self.access = [{} for _ in self.state.expires] if tracking else []
             self.tracking = tracking
             self.since_ms = now_ms
-        self.tick(now_ms)
+        if now_ms:
+            self.tick(now_ms)
         self.walk_due = 0
 
     def tick(self, now_ms: int) -> None:
-        """The clock the touches stamp (one int object per second, shared by every stamp)."""
+        """The clock the touches stamp (one int object per second, shared by every stamp).
+        The first tick after a change of policy is when its clocks began."""
         self.ticked_ms = now_ms
+        if not self.since_ms:
+            self.since_ms = now_ms
         clock = lfu_minutes(now_ms) if self.kind == _LFU else lru_clock(now_ms)
         if clock != self.clock:
             self.clock = clock
@@ -243,6 +252,8 @@ class Eviction:
         """Redis's estimateObjectIdleTime (OBJECT IDLETIME * 1000): from the key's clock, or
         from when the clocks began for a key without one (and under a policy that keeps
         none)."""
+        if not self.since_ms:
+            self.since_ms = now_ms
         if not self.tracking or self.kind != _LRU:
             return max(0, now_ms - self.since_ms)
         stamp = self.access[db].get(key)
@@ -262,7 +273,7 @@ class Eviction:
         for index, access in enumerate(self.access):
             if db is None or index == db:
                 access.clear()
-        self.pool = []
+        self._empty_pool()
 
     def evicted(self, db: int, key: bytes) -> None:
         """An evicted key's clock goes with it; once a database lost an eighth of its keys to
@@ -338,16 +349,22 @@ class Eviction:
             if not found and not pool:
                 return None
             while pool:
-                _score, db, key = pool.pop()
+                self.pool_scores.pop()
+                candidate = pool.pop()
+                self.pooled.discard(candidate)
+                db, key = candidate
                 if self._still_candidate(db, key):
-                    return db, key
+                    return candidate
         return None
 
     def _still_candidate(self, db: int, key: bytes) -> bool:
         state = self.state
         if self.volatile:
             return key in state.expires[db]
-        return any(key in space[db] for space in state.keyspaces)
+        for space in state.keyspaces:  # noqa: SIM110  (a loop: no generator object a call)
+            if key in space[db]:
+                return True
+        return False
 
     def _sample(self, db: int) -> list[bytes]:
         """`maxmemory-samples` keys of database `db` as the policy sees it (the keys with a
@@ -399,14 +416,19 @@ class Eviction:
                 score = 255 - (LFU_INIT_VAL if word is None else self._decayed(word))
             else:  # volatile-ttl: the sooner it expires, the better
                 score = -expires.get(key, 0)
-            if len(pool) >= POOL_SIZE and score <= pool[0][0]:
+            scores = self.pool_scores
+            if len(scores) >= POOL_SIZE and score <= scores[0]:
                 continue
-            entry = (score, db, key)
-            if entry in pool:
+            candidate = (db, key)
+            if candidate in self.pooled:
                 continue
-            _insort(pool, entry)
-            if len(pool) > POOL_SIZE:
-                del pool[0]
+            index = bisect_right(scores, score)
+            scores.insert(index, score)
+            pool.insert(index, candidate)
+            self.pooled.add(candidate)
+            if len(scores) > POOL_SIZE:
+                del scores[0]
+                self.pooled.discard(pool.pop(0))
         return True
 
     def _random_key(self) -> tuple[int, bytes] | None:
@@ -420,13 +442,10 @@ class Eviction:
                 return db, keys[0]
         return None
 
-
-def _insort(pool: list[tuple[int, int, bytes]], entry: tuple[int, int, bytes]) -> None:
-    """Insert keeping `pool` in ascending order (at most 17 entries: a linear walk)."""
-    index = len(pool)
-    while index and pool[index - 1] > entry:
-        index -= 1
-    pool.insert(index, entry)
+    def _empty_pool(self) -> None:
+        self.pool_scores = []
+        self.pool = []
+        self.pooled = set()
 
 
 def _small(obj: object) -> int:

@@ -551,7 +551,7 @@ def _bind_long_lists(engine: EngineState) -> None:
 
 
 def _apply_eviction(engine: EngineState) -> None:
-    engine.eviction.configure(engine.config, engine.now())
+    engine.eviction.configure(engine.config, 0)  # (its clocks start at the next tick)
 
 
 def _memory_or_percent(value: Any) -> None:

@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 # allocation, its master ID and its slots in the stream's two lists (measured with
 # tracemalloc; the field names' tuple is shared between a stream's nodes).
 NODE_OVERHEAD: Final = 300
+PURGE_MIN: Final = 1 << 20  # dropped nodes' bytes the queue may hold before it lets go of them
 
 
 def node_bytes(count: int, listpack_bytes: int) -> int:
@@ -325,6 +326,7 @@ class Residency:
         self.waiting: deque[Queued] = deque()  # changed since the snapshot
         self.resident = 0  # estimated bytes of the queued and waiting nodes
         self.waiting_bytes = 0
+        self.dropped_bytes = 0  # queued nodes their streams dropped since the last purge
         self.loads = 0  # cold nodes read back (made resident, or read once: Node.peek)
         self.evictions = 0  # nodes made cold
         self.store: NodeStore | None = None  # the current snapshot's nodes
@@ -429,6 +431,15 @@ class Residency:
         if self.resident > budget and self.waiting and self.on_pressure is not None:
             self.on_pressure()
 
+    def dropped(self, nbytes: int) -> None:
+        """A queued node left its stream (deleted or trimmed). The queue keeps it until its
+        turn: once such nodes add up to a quarter of what is resident (1 MiB at least), the
+        queue lets go of them all (O(queue) per quarter: O(1) per node), so a trimmed stream's
+        memory comes back without waiting for the budget to be reached."""
+        self.dropped_bytes += nbytes
+        if self.dropped_bytes > max(PURGE_MIN, self.resident // 4):
+            self.purge_dead()
+
     def purge_dead(self) -> int:
         """Drop the queued nodes no longer in their streams (deleted or trimmed: the queue held
         them alive until eviction reached them), for maxmemory, which needs their memory back
@@ -444,6 +455,7 @@ class Residency:
         if dropped:
             self.queue = kept
             self.resident -= dropped
+        self.dropped_bytes = 0
         return dropped
 
     def _evict_value_node(self, node: bytearray, home: ValueNodesHome, nbytes: int) -> None:

@@ -461,10 +461,19 @@ class Stream:
         node.live -= 1
         self.length -= 1
         if node.live == 0:
-            node.queued = False  # out of its stream: out of its residency's queue too
+            self._dropped(node)  # out of its stream: out of its residency's queue too
             del self.nodes[i]
             del self.masters[i]
         return True
+
+    def _dropped(self, node: Node) -> None:
+        """A node left the stream: unqueued, and its residency told (which lets go of the
+        dropped nodes its queue still holds once they add up)."""
+        if node.queued:
+            node.queued = False
+            home = self.home
+            if home is not None:
+                home.residency.dropped(node_bytes(node.count, node.lp_bytes()))
 
     def refresh_first_id(self) -> None:
         self.first_id = 0 if self.length == 0 else self.first_entry_id()
@@ -503,7 +512,7 @@ class Stream:
             if keepref and eligible:
                 removed += node.live_ids()
                 self.length -= node.live
-                node.queued = False  # (see delete)
+                self._dropped(node)  # (see delete)
                 del nodes[i]
                 del masters[i]
                 continue
@@ -513,7 +522,7 @@ class Stream:
             # Redis frees the node only if it was eligible as a whole (a MINID node whose last
             # entry is a deleted one >= minid stays, empty, as with KEEPREF).
             if node.live == 0 and not keepref and eligible:
-                node.queued = False
+                self._dropped(node)
                 del nodes[i]
                 del masters[i]
             else:

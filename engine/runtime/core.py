@@ -134,7 +134,7 @@ class EngineCore(EngineState):
         self.subexpires = [None] * NUM_DATABASES  # (engine.exec.keys: built when first needed)
         # maxmemory: the limit, the policy, the keys' access clocks (engine.exec.eviction).
         self.eviction = Eviction(self)
-        self.eviction.configure(self.config, self.now())
+        self.eviction.configure(self.config, 0)  # (the clock is first read by a command)
         self.oom = False
         # Each type's encoding limits, from the config (CONFIG SET changes them in place).
         self.limits = [None if vt.limits is None else vt.limits.from_config(self.config)

@@ -1,7 +1,7 @@
 """tools.memory_defaults: `streamkeep serve` bounds its memory by the machine's when its
 settings do not (maxmemory half of it, backlog-memory a quarter of that), keeps what they say
 (0 included), and takes a cgroup's limit when it is the smaller; a real server logs the bounds
-and serves CONFIG GET maxmemory with them."""
+and serves CONFIG GET maxmemory with them; a shared directory's server adds none."""
 
 from __future__ import annotations
 
@@ -57,5 +57,5 @@ def test_a_server_starts_bounded_and_says_so(tmp_path, spawn):
     assert maxmemory == total // 2
     assert int(r.config_get("backlog-memory")["backlog-memory"]) == maxmemory // 4
     assert r.info("memory")["maxmemory"] == maxmemory
-    assert "memory bounds by default: maxmemory" in server.output()
+    assert "; by default maxmemory " in server.banner()
     r.close()

@@ -13,7 +13,14 @@ import pytest
 
 from streamkeep import Engine
 from streamkeep.engine.exec.context import Session
-from streamkeep.engine.exec.eviction import LFU_INIT_VAL, OOM, Eviction, lfu_minutes, lru_clock
+from streamkeep.engine.exec.eviction import (
+    LFU_INIT_VAL,
+    OOM,
+    WALK_GROWTH_MIN,
+    Eviction,
+    lfu_minutes,
+    lru_clock,
+)
 from streamkeep.engine.model.heap import meter
 from streamkeep.engine.wire.errors import ReplyError
 
@@ -53,7 +60,8 @@ def test_allkeys_policies_keep_memory_under_the_limit(policy):
     _fill(engine, "k", 20_000)
     assert _evicted(engine) > 0
     assert len(engine.strings[0]) + _evicted(engine) == 20_000
-    assert engine.eviction.used() <= engine.eviction.limit + 4096
+    # (between exact counts the level is estimated: it may pass the limit by a walk's worth)
+    assert engine.eviction.used() <= engine.eviction.limit + WALK_GROWTH_MIN
 
 
 @pytest.mark.parametrize("policy", ["volatile-lru", "volatile-lfu", "volatile-random",

@@ -16,6 +16,7 @@ from streamkeep.engine.model.list_node import node_count
 from streamkeep.engine.model.lists import ListLimits, QuickList
 from streamkeep.engine.model.residency import (
     NODE_OVERHEAD,
+    PURGE_MIN,
     ColdValueNode,
     Epoch,
     NodeIndex,
@@ -217,6 +218,18 @@ def test_nodes_no_longer_in_their_stream_are_let_go_at_once_for_maxmemory() -> N
     assert len(residency.queue) == queued - 2
     assert all(node is not g for node, _home, _n in residency.queue for g in gone)
     assert residency.purge_dead() == 0
+
+
+def test_a_trimmed_stream_s_nodes_are_let_go_once_they_add_up() -> None:
+    residency, stream, _store = snapshotted(8000)
+    assert len(residency.queue) >= 7999
+    resident = residency.resident
+    stream.trim(maxlen=PER_NODE * 1000, minid=None, approx=False, limit=0)
+    # Each time a quarter of what was resident (1 MiB at least) left its stream, the queue let
+    # go of it: what it still holds of the dropped nodes is less than that.
+    dead = sum(nbytes for node, _home, nbytes in residency.queue if not node.queued)
+    assert dead == residency.dropped_bytes <= max(PURGE_MIN, residency.resident // 4)
+    assert len(residency.queue) < 8000 - 5000 and residency.resident < resident // 2
 
 
 def test_the_node_being_read_stays_and_so_does_what_follows_it() -> None:
