@@ -601,10 +601,11 @@ def check_build_crash(d: Path, run: ChildRun, seed: int, killed_lsn: int,
 def unswitched(doc: dict, leftovers: set[str]) -> set[str]:
     """The files of a build the manifest was not switched to: its temp files, and its snapshot
     and part under their final names (a kill between publishing them and the switch), of a
-    higher LSN than the manifest's snapshot. Orphans: nothing names them, the next open
-    removes them."""
+    higher LSN than the manifest's snapshot, and the switch's own manifest.json.tmp (a kill
+    while it was being written: the rename never came). Orphans: nothing names them, the next
+    open removes them."""
     lsn = doc["snapshot"]["lsn"] if doc["snapshot"] is not None else 0
-    return {n for n in leftovers if n.endswith(".mdb.tmp") or (
+    return {n for n in leftovers if n.endswith(".mdb.tmp") or n == MANIFEST_TMP or (
         n.startswith(("snapshot-", "part-")) and n.endswith(".mdb")
         and int(n.split("-")[1].split(".")[0]) > lsn)}
 
