@@ -15,23 +15,16 @@ limit) is kept. Must not touch: the engine (it hands settings to Engine.open).
 
 from __future__ import annotations
 
-import os
 from collections.abc import MutableMapping
 from typing import Any, Final
+
+from streamkeep.engine.model.heap import physical_memory
 
 MAXMEMORY_SHARE: Final = 2  # maxmemory: the machine's memory / 2
 BACKLOG_SHARE: Final = 4  # backlog-memory: maxmemory / 4
 _CGROUP_FILES: Final = ("/sys/fs/cgroup/memory.max",
                         "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 _NO_LIMIT: Final = 1 << 60  # (cgroup v1's "unlimited" is a huge number)
-
-
-def physical_memory() -> int:
-    """The machine's physical memory in bytes (0 when it cannot be read)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 0
 
 
 def cgroup_limit() -> int | None:

@@ -43,6 +43,7 @@ from streamkeep.engine.exec.table import (
     Argv,
     command,
 )
+from streamkeep.engine.model.heap import physical_memory, resident_set
 from streamkeep.engine.model.value_types import TYPES
 from streamkeep.engine.wire.reply import Verbatim
 
@@ -81,23 +82,12 @@ def bytes_to_human(n: int) -> str:
 
 def resident_bytes() -> int:
     """The process's resident set size now (Linux /proc), else its peak."""
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return _peak_rss()
+    return resident_set() or _peak_rss()
 
 
 def _peak_rss() -> int:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
-
-
-def _system_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (OSError, ValueError):
-        return 0
 
 
 def _waiters(engine: EngineState) -> list[Any]:
@@ -227,7 +217,7 @@ def _client_memory(clients: list[Any]) -> tuple[int, int]:
 
 def _info_memory(engine: EngineState) -> Fields:
     eviction = engine.eviction
-    used, rss, total = eviction.used(), resident_bytes(), _system_memory()
+    used, rss, total = eviction.used(), resident_bytes(), physical_memory()
     peak = eviction.peak
     startup = min(engine.startup_memory, used)
     normal, replicas = _client_memory(server_clients(engine))

@@ -30,29 +30,19 @@ from streamkeep.engine.wire import kernel_switches
 try:
     kernel_switches.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.engine.model import _heap_c as _kernel
-    from streamkeep.engine.model._heap_c import (
-        arena_bytes,
-        arena_count,
-        counted_bound,
-        install,
-        installed,
-        raw_live,
-        small_used,
-    )
 except ImportError as error:
     kernel_switches.missing(__name__, error)
     from streamkeep.engine.model import _heap_py as _kernel  # type: ignore[no-redef]
-    from streamkeep.engine.model._heap_py import (
-        arena_bytes,
-        arena_count,
-        counted_bound,
-        install,
-        installed,
-        raw_live,
-        small_used,
-    )
 else:
     kernel_switches.loaded(__name__, True)
+
+install = _kernel.install
+installed = _kernel.installed
+raw_live = _kernel.raw_live
+arena_bytes = _kernel.arena_bytes
+arena_count = _kernel.arena_count
+counted_bound = _kernel.counted_bound
+small_used = _kernel.small_used
 
 RSS_EVERY_NS: Final = 10_000_000  # without hooks: the resident set is read at most every 10 ms
 _PAGE: Final = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -64,6 +54,14 @@ def resident_set() -> int:
         with open("/proc/self/statm", "rb") as f:
             return int(f.read().split()[1]) * _PAGE
     except (OSError, ValueError, IndexError):
+        return 0
+
+
+def physical_memory() -> int:
+    """The machine's physical memory in bytes (0 when it cannot be read)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
         return 0
 
 
@@ -127,4 +125,4 @@ def meter() -> HeapMeter:
 
 
 __all__ = ["RSS_EVERY_NS", "HeapMeter", "arena_bytes", "arena_count", "counted_bound", "install",
-           "installed", "meter", "raw_live", "resident_set", "small_used"]
+           "installed", "meter", "physical_memory", "raw_live", "resident_set", "small_used"]
