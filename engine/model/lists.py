@@ -266,6 +266,19 @@ def _scanned(value: QuickList, n: int, held: ListNode, lp: bytearray, keep: bool
     return lp
 
 
+def _left(value: QuickList, held: ListNode) -> None:
+    """Node `held` left the list (emptied, deleted, or replaced by the nodes it was split
+    into): its home told, so that the backlog's queue lets go of a resident one and a cold
+    one's counters drop."""
+    home = value.home
+    if home is None:
+        return
+    if isinstance(held, bytearray):
+        home.left(held)
+    else:
+        home.dropped(held)
+
+
 def _locate(nodes: list[ListNode], index: int, total: int) -> tuple[int, int]:
     """(node number, index inside it) of element `index` (0 <= index < total), walked from
     the nearer end."""
@@ -510,6 +523,7 @@ def pop(value: ListValue, tail: bool) -> bytes:
     item = _NODE_POP(node, tail)
     if not _NODE_COUNT(node):
         del nodes[at]
+        _left(value, node)
     value.count -= 1
     return item
 
@@ -552,8 +566,7 @@ def delete_range(value: ListValue, start: int, stop: int) -> None:
         left -= take
         if take == node_len:
             del nodes[n]
-            if not isinstance(held, bytearray) and value.home is not None:
-                value.home.dropped(held)
+            _left(value, held)
         else:
             node_splice(_warm(value, n), i, i + take, ())
             n += 1
@@ -573,6 +586,7 @@ def set_at(value: ListValue, index: int, item: bytes, limits: ListLimits) -> boo
     node_splice(node, i, i + 1, (item,))
     if _NODE_COUNT(node) > 1 and limits.exceeds(len(node), _NODE_COUNT(node)):
         _split_out(nodes, n, i)
+        _left(value, node)
     return True
 
 
@@ -631,6 +645,7 @@ def _insert_in(value: QuickList, n: int, i: int, item: bytes, limits: ListLimits
     before, after = node_range(node, 0, i), node_range(node, i, count)
     parts = [before, [item], after]
     nodes[n:n + 1] = [node_new(part) for part in parts if part]
+    _left(value, node)
 
 
 def remove(value: ListValue, item: bytes, count: int) -> int:
@@ -671,7 +686,7 @@ def remove(value: ListValue, item: bytes, count: int) -> int:
             break
     if isinstance(value, QuickList):
         for n in sorted(emptied, reverse=True):
-            del value.nodes[n]
+            _left(value, value.nodes.pop(n))
         value.count -= removed
     return removed
 

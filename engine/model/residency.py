@@ -29,7 +29,9 @@ and when:
   cold with stale bytes), and its placeholder in the value (its `nodes`) is that ColdValueNode.
   A value's two end nodes never go cold (a list's pushes and pops stay O(1) and touch memory
   only). Value nodes share the queue, the budget and the counters with stream nodes; a queued
-  value node is found back in its value by identity, from the index it had when queued. A
+  value node is found back in its value by identity, from the index it had when queued; one
+  that leaves its value (emptied, trimmed, split) is unqueued by the type's model
+  (`ValueNodesHome.left`) and let go of as a stream's dropped nodes are. A
   value's nodes are queued when a snapshot binds it (`bind_nodes`, which also points its cold
   nodes at that snapshot), when read back, and when the type's model reports one sealed (a
   list's push makes a new end: the end it replaced). One the snapshot does not hold waits for
@@ -284,6 +286,14 @@ class ValueNodesHome:
             residency.queue.append((node, self, nbytes))
             residency.resident += nbytes
 
+    def left(self, node: bytearray) -> None:
+        """A resident node left the value (a pop emptied it, a trim, a range deleted, a split
+        replaced it): unqueued, and the residency told (as a stream's dropped node: the queue
+        lets go of such nodes as they add up, `Residency.dropped`)."""
+        if self.queued.pop(id(node), None) is not None:
+            self.missed.pop(id(node), None)
+            self.residency.dropped(len(node) + NODE_OVERHEAD)
+
     def dropped(self, cold: ColdValueNode) -> None:
         """A cold node left the value (a trim, a range deleted)."""
         self.cold_nodes -= 1
@@ -441,14 +451,19 @@ class Residency:
             self.purge_dead()
 
     def purge_dead(self) -> int:
-        """Drop the queued nodes no longer in their streams (deleted or trimmed: the queue held
-        them alive until eviction reached them), for maxmemory, which needs their memory back
-        now: the bytes they were counted for. O(queued nodes)."""
+        """Drop the queued nodes no longer in their streams or values (deleted or trimmed: the
+        queue held them alive until eviction reached them), for maxmemory, which needs their
+        memory back now: the bytes they were counted for. O(queued nodes)."""
         kept: deque[Queued] = deque()
         dropped = 0
         for item in self.queue:
-            node, _home, nbytes = item
-            if isinstance(node, bytearray) or node.queued:
+            node, home, nbytes = item
+            if isinstance(home, ValueNodesHome):
+                live = id(node) in home.queued
+            else:
+                assert not isinstance(node, bytearray)
+                live = node.queued
+            if live:
                 kept.append(item)
             else:
                 dropped += nbytes

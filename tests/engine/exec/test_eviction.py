@@ -97,6 +97,30 @@ def test_lru_evicts_the_idle_keys():
     assert sum(i % 2 for i in gone) >= 0.9 * len(gone)  # the unread ones
 
 
+def test_lru_samples_past_the_holes_its_evictions_leave_at_the_front():
+    """The keys evicted first are the oldest: their holes at the front of the keyspace's table
+    do not make the later samples pile onto the few keys after them. With half the keys read
+    since (the even ones, all over the table), the keys that go next are the unread ones, from
+    everywhere in the table, not the first ones after the holes."""
+    engine, clock = _engine("allkeys-lru")
+    _fill(engine, "old", 3_000)
+    clock[0] += 200_000
+    _fill(engine, "k", 3_000)
+    clock[0] += 100_000
+    for i in range(0, 3_000, 2):
+        engine.execute("GET", f"k{i}")
+    _limit_now(engine, -600_000)  # the old keys' room and about half as much again
+    engine.execute("SET", "trigger", "x")
+    old = sum(not engine.execute("EXISTS", f"old{i}") for i in range(3_000))
+    assert old >= 0.7 * 3_000  # the oldest go first (as sampled): holes at the front
+    _limit_now(engine, -200_000)  # then some of the others
+    engine.execute("SET", "trigger", "y")
+    gone = [i for i in range(3_000) if not engine.execute("EXISTS", f"k{i}")]
+    assert len(gone) > 100
+    assert sum(i % 2 for i in gone) >= 0.9 * len(gone)  # the unread ones
+    assert max(gone) > 2_000 and min(gone) < 1_000  # from all over the table
+
+
 def test_lfu_counts_reads_and_evicts_the_rare_keys():
     engine, _clock = _engine("allkeys-lfu", **{"lfu-log-factor": 0})
     _fill(engine, "k", 2_000)

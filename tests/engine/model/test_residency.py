@@ -440,6 +440,7 @@ class MemoryListStore:
 
 
 LIMITS = ListLimits(fill=16)  # 16 elements a node
+LISTS_BY_SIZE = ListLimits(fill=-2)  # nodes of 8 KiB at most: a big element is split out
 
 
 def queued_list(budget: int = 1 << 30, elements: int = 160) -> tuple[Residency, QuickList,
@@ -560,6 +561,33 @@ def test_a_list_node_gone_from_its_list_leaves_the_queue() -> None:
     residency.evict()
     assert list_cold(value) == [False] + [True] * 5 + [False]
     assert lists.read_range(value, 0, 112) == [b"e%d" % i for i in range(48, 160)]
+
+
+def test_list_nodes_that_leave_their_list_are_purged_from_the_queue() -> None:
+    """Pops, a deleted range, LREM and a split let go of the nodes they drop: the purge (and
+    the queue's own, once they add up) takes them out, the bytes they were counted for back."""
+    residency, value, _store = queued_list(elements=16 * 40)
+    queued, resident = len(residency.queue), residency.resident
+    gone = value.nodes[1:4]
+    lists.delete_range(value, 16, 64)  # nodes 1 to 3, whole
+    for _ in range(32):  # the head node and node 4, emptied by pops
+        lists.pop(value, False)
+    removed = value.nodes[5]
+    assert lists.remove(value, b"e%d" % (16 * 11), 0) == 1  # (no node emptied)
+    for i in range(16 * 12, 16 * 13):  # node 12 emptied by LREM
+        assert lists.remove(value, b"e%d" % i, 0) == 1
+    split = value.nodes[8]  # (full nodes up to it: its elements start at 16 * 8)
+    assert lists.set_at(value, 16 * 8 + 3, b"x" * 10_000, LISTS_BY_SIZE) is True  # split out
+    assert all(node is not split for node in value.nodes)
+    dead = [g for g in [*gone, removed] if all(node is not g for node in value.nodes)]
+    assert len(dead) >= 3
+    freed = residency.purge_dead()
+    assert freed > 0 and residency.resident == resident - freed
+    assert len(residency.queue) < queued
+    live = {id(node) for node in value.nodes}
+    assert all(id(node) in live for node, _home, _n in residency.queue)
+    assert residency.purge_dead() == 0
+    assert lists.length(value) == 16 * 40 - 48 - 32 - 1 - 16
 
 
 def test_a_push_queues_the_end_it_replaced() -> None:
