@@ -503,25 +503,18 @@ def _info_keyspace(engine: EngineState) -> Fields:
     """Each database with keys. avg_ttl is the active expiry cycle's running estimate
     (engine.runtime.expiry_cycle), as Redis's: 0 while the database has no TTL and until a
     cycle sampled one (a flush's estimate is dropped by the next cycle, where Redis drops it
-    at once: TTLs set in between start from it)."""
-    budget = engine.config["backlog-memory"]
+    at once: TTLs set in between start from it). The line is Redis's four fields and no more,
+    cold entries or not: exporters parse it strictly (prometheus redis_exporter 1.45 drops a
+    line of more than four, and reports the database as holding no key); INFO memory counts
+    the cold entries."""
     avg_ttl = engine.stats.avg_ttl
     counts = [key_count(engine, i) for i in range(len(engine.dbs))]
     return [(f"db{i}", f"keys={count},expires={len(expires)},"
                        f"avg_ttl={avg_ttl.get(i, 0) if expires else 0},"
-                       f"subexpiry={subexpiry_count(engine, i)}"
-                       + (_keyspace_entries(db) if budget else ""))
-            for i, (db, expires, count)
-            in enumerate(zip(engine.dbs, engine.expires, counts, strict=True))
+                       f"subexpiry={subexpiry_count(engine, i)}")
+            for i, (expires, count)
+            in enumerate(zip(engine.expires, counts, strict=True))
             if count]
-
-
-def _keyspace_entries(db: dict) -> str:
-    """streamkeep's own, with a backlog-memory budget and some of the database's entries
-    cold: its entries, and how many of them are cold (read back from the snapshot when
-    touched). Nothing while none is: the line stays Redis's, which exporters parse."""
-    entries, _nodes, cold, _bytes = _entry_counts([db])
-    return f",entries={entries},cold_entries={cold}" if cold else ""
 
 
 INFO_SECTIONS: dict[str, tuple[str, Callable[[EngineState], Fields]]] = {
