@@ -45,7 +45,13 @@ GROWTH_WEIGHT: Final = 0.25
 # estimate of what evicting it frees, until the next walk.
 ELEMENT_BYTES: Final = 64
 
+# A round of evictions frees this share of the limit more than the excess (at most SLACK_MAX):
+# the next writes find room without a round of their own, whose fixed costs (the databases
+# looked over, a context, one logged DEL) a round of one key would pay per key.
+SLACK_SHARE: Final = 1024
+SLACK_MAX: Final = 1 << 20
 COMPACT_SHARE: Final = 8  # a database's dicts compacted once evictions took 1/8 of its keys
+_BYTES_HEADER: Final = sys.getsizeof(b"")  # a bytes object's size less its length
 _COUNTED_BOUND: Final = counted_bound  # (bound once: a static to mypyc, not a global lookup)
 _LRU, _LFU, _RANDOM, _TTL, _NONE = 0, 1, 2, 3, 4
 _KINDS: Final = {"lru": _LRU, "lfu": _LFU, "random": _RANDOM, "ttl": _TTL}
@@ -199,6 +205,11 @@ class Eviction:
             if journal is not None:
                 excess -= len(journal.pending)
         return excess if excess > 0 else 0
+
+    def slack(self) -> int:
+        """What a round of evictions frees beyond the excess (see SLACK_SHARE)."""
+        slack = self.limit // SLACK_SHARE
+        return slack if slack < SLACK_MAX else SLACK_MAX
 
     def freed_bytes(self, nbytes: int) -> None:
         """An eviction freed about `nbytes` (the level's estimate until the next walk)."""
@@ -455,14 +466,20 @@ def _small(obj: object) -> int:
     return (size + 15) & ~15 if size <= 512 else 0
 
 
+def _small_bytes(length: int) -> int:
+    """`_small` of a bytes object of `length` bytes, without asking the object."""
+    size = _BYTES_HEADER + length
+    return (size + 15) & ~15 if size <= 512 else 0
+
+
 def freed_estimate(key: bytes, value: Any) -> int:
     """About what deleting this key frees of small objects: its key object and its value's
     (the tables' slots stay until a resize; malloc'd blocks are counted exactly). A bytes
     value of one byte or none is the interpreter's shared object. Exact enough for the
     estimate between walks, which the next walk replaces."""
-    size = _small(key)
+    size = _small_bytes(len(key))
     if type(value) is bytes:
-        return size + (_small(value) if len(value) > 1 else 0)
+        return size + (_small_bytes(len(value)) if len(value) > 1 else 0)
     try:
         return size + max(_small(value), ELEMENT_BYTES * len(value))
     except TypeError:

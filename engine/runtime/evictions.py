@@ -97,7 +97,8 @@ class Evictions:
         contexts: dict[int, tuple[Ctx, list[bytes]]] = {}
         freed = evicted = 0
         out = False
-        while freed < excess:
+        goal = excess + eviction.slack()
+        while freed < goal:
             chosen = eviction.choose()
             if chosen is None:
                 out = True

@@ -121,6 +121,47 @@ def test_lru_samples_past_the_holes_its_evictions_leave_at_the_front():
     assert max(gone) > 2_000 and min(gone) < 1_000  # from all over the table
 
 
+def test_keys_without_a_clock_are_drawn_and_deleted_keys_clocks_are_not_evicted():
+    """Keys made before an LRU policy began keep no clock: the samples still draw them (idle
+    since the clocks began, so before the keys written since), and a key deleted by a command
+    leaves its clock behind without that clock ever being 'evicted'."""
+    engine, clock = _engine("noeviction")
+    _fill(engine, "old", 3_000)
+    engine.execute("CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+    engine.execute("GET", "old0")  # (the clocks begin at the first command's tick)
+    clock[0] += 100_000
+    _fill(engine, "new", 3_000)
+    for i in range(0, 3_000, 2):  # deleted by a command: their clocks stay until a sweep
+        engine.execute("DEL", f"new{i}")
+    clock[0] += 100_000
+    _limit_now(engine, -200_000)
+    before = _evicted(engine)
+    engine.execute("SET", "trigger", "x")
+    engine.execute("CONFIG", "SET", "maxmemory", "0")  # (then KEYS neither evicts nor touches)
+    evicted = _evicted(engine) - before
+    kept = set(engine.execute("KEYS", "*"))
+    old = sum(b"old%d" % i not in kept for i in range(3_000))
+    new = sum(b"new%d" % i not in kept for i in range(1, 3_000, 2))
+    assert evicted == old + new > 20
+    assert old >= 0.9 * evicted  # (old0, read, is as idle as the new keys)
+
+
+def test_a_round_of_evictions_makes_room_for_the_writes_after_it():
+    """A round evicts a little past the excess (a share of the limit), so at the limit most
+    writes find room without a round of their own: fewer DEL records than keys evicted."""
+    engine, _clock = _engine("allkeys-lru")
+    _limit_now(engine, 2_000_000)
+    _fill(engine, "k", 30_000)
+    records: list[Any] = []
+    engine.add_sink(records.append)
+    before = _evicted(engine)
+    _fill(engine, "more", 5_000)
+    rounds = sum(1 for r in records for e in r.effects if e[0] == b"DEL")
+    evicted = _evicted(engine) - before
+    assert evicted > 2_000
+    assert rounds * 8 <= evicted
+
+
 def test_lfu_counts_reads_and_evicts_the_rare_keys():
     engine, _clock = _engine("allkeys-lfu", **{"lfu-log-factor": 0})
     _fill(engine, "k", 2_000)
