@@ -58,6 +58,8 @@ from tests.support.netns import Bridge, available
 from tests.support.serve_process import ROOT
 
 NODES = ("n1", "n2", "n3", "n4", "n5", "n6")
+FINAL_READ_S = 20.0  # how long a final check's read is sent again while it fails
+_FAILED = object()  # a command that got no reply or an error
 CONTROLLERS = ("ctl", "ctl2")
 HOSTS = (*NODES, *CONTROLLERS, "w")
 PORT = 7000
@@ -154,20 +156,36 @@ class Cluster:
 
     def ask(self, host: str, *argv: Any, **options: Any) -> Any:
         """A command to `host`'s node, from w; None when it cannot be reached or refuses."""
-        def send() -> Any:
-            try:
-                client = self.clients.get(host)
-                if client is None:
-                    client = self.clients[host] = redis.Redis(
-                        host=self.net.addr[host], port=PORT, socket_timeout=2,
-                        socket_connect_timeout=1, single_connection_client=True)
-                return client.execute_command(*argv, **options)
-            except (redis.RedisError, OSError):
-                dropped = self.clients.pop(host, None)
-                if dropped is not None:
-                    dropped.close()
+        reply = self.on_w(lambda: self._send(host, argv, options))
+        return None if reply is _FAILED else reply
+
+    def ask_settled(self, host: str, *argv: Any, **options: Any) -> Any:
+        """`ask` for the final checks: a command that fails (a timeout on a loaded machine, a
+        node still loading) is sent again for up to FINAL_READ_S; what it then answers (or
+        None) is the check's. A failure that lasts (a key on a node that does not own its
+        slot: MOVED) still reads as None."""
+        deadline = time.monotonic() + FINAL_READ_S
+        while True:
+            reply = self.on_w(lambda: self._send(host, argv, options))
+            if reply is not _FAILED:
+                return reply
+            if time.monotonic() > deadline:
                 return None
-        return self.on_w(send)
+            time.sleep(0.5)
+
+    def _send(self, host: str, argv: tuple[Any, ...], options: dict[str, Any]) -> Any:
+        try:
+            client = self.clients.get(host)
+            if client is None:
+                client = self.clients[host] = redis.Redis(
+                    host=self.net.addr[host], port=PORT, socket_timeout=2,
+                    socket_connect_timeout=1, single_connection_client=True)
+            return client.execute_command(*argv, **options)
+        except (redis.RedisError, OSError):
+            dropped = self.clients.pop(host, None)
+            if dropped is not None:
+                dropped.close()
+            return _FAILED
 
     def load(self) -> record.Record | None:
         def read() -> record.Record | None:
@@ -312,13 +330,13 @@ class Cluster:
         assert current is not None
         keys: dict[str, list[str]] = {}
         for host in self.primaries(current):
-            found = self.ask(host, "KEYS", "*")
+            found = self.ask_settled(host, "KEYS", "*")
             assert found is not None, f"{host} did not answer KEYS"
             keys[host] = [k.decode() for k in found]
         owner_of = {k: h for h, ks in keys.items() for k in ks}
 
         def read(key: str, *argv: Any, **options: Any) -> Any:
-            return self.ask(owner_of[key], *argv, **options) if key in owner_of else None
+            return self.ask_settled(owner_of[key], *argv, **options) if key in owner_of else None
         lists = {k: [v.decode() for v in read(k, "LRANGE", k, 0, -1) or []] for k in LISTS}
         streams = {k: [e[0].decode() for e in read(k, "XRANGE", k, "-", "+") or []]
                    for k in STREAMS}
