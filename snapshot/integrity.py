@@ -175,9 +175,13 @@ def _receive_all(sock: socket.socket, deadline: float) -> bytes | None:
 
 def child_env() -> dict[str, str]:
     """The environment of a child process that runs one of streamkeep's modules (`python -m
-    streamkeep.snapshot...`): it imports the package from where this process found it."""
+    streamkeep.snapshot...`): it imports the package from where this process found it, and
+    never from the working directory (`python -m` puts the working directory first on the
+    path: a process started beside another checkout would run that checkout's code, half of
+    it against this one's compiled modules)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(
         sys.modules["streamkeep"].__file__ or "")))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    env["PYTHONSAFEPATH"] = "1"  # (-P: no working directory on the path)
     return env

@@ -23,8 +23,9 @@ tuples do not divide, an expiry time that is not an integer or is past Redis's m
 malformed blobs. `hash_needs` says which RDB version a hash needs (its field expiry: 12).
 
 Also owns the hash's other formats (`FORMATS`, snapshot.value_formats' shape): its snapshot
-chunks (snapshot.values: [fields, values, TTLs as [index, ms]], the pairs in the hash's
-iteration order) and its export table (`hash_fields`: field, value, field_expire_ms).
+chunks (snapshot.values: a hashtable's buckets as they are, value_formats' table chunks, the
+TTLs of their fields as [field, ms]; a listpack's [fields, values, TTLs as [index, ms]], the
+pairs in the hash's order, the layout every hash had before) and its export table (`hash_fields`: field, value, field_expire_ms).
 
 Must not touch: the RDB container, files, sockets, the keyspace, the model
 (engine.model.hashes is used through its public API).
@@ -33,11 +34,12 @@ Must not touch: the RDB container, files, sockets, the keyspace, the model
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, islice
 from typing import Any
 
-from streamkeep.engine.model.hashes import DEFAULT_LIMITS, Hash, HashLimits, as_hash
+from streamkeep.engine.model.hashes import DEFAULT_LIMITS, Hash, HashLimits, PairTable, as_hash
+from streamkeep.engine.model.packed_columns import pack_strings
 from streamkeep.engine.model.packed_hash import PackedHash
 from streamkeep.engine.model.value_types import BY_CLASS
 from streamkeep.snapshot.rdb import (
@@ -58,11 +60,15 @@ from streamkeep.snapshot.value_formats import (
     Column,
     Cut,
     OnNodes,
+    TableChunk,
     TypeFormats,
     ValueTable,
+    adopt_table,
     cut_columns,
     packb,
     scan_pages,
+    table_chunk,
+    table_chunks,
     unpack,
 )
 
@@ -251,11 +257,16 @@ if Hash in BY_CLASS:  # (the keyspace holds hashes: their keys are kept, not ski
 # --- the snapshot's chunks -----------------------------------------------------------------------
 
 def _chunks(value: Hash | PackedHash, cut: Cut) -> Iterator[Chunk]:
-    """The hash's chunks: its pairs in its iteration order, a scan step at a time, as columns
-    of `cut.elements` pairs (fields, values, expiry times or None), each batch cut at
-    `cut.size` bytes (a field's and its value's)."""
+    """The hash's chunks: a hashtable's runs of buckets (value_formats.table_chunks), the
+    type's own part the TTLs of their fields as [field, ms]; a listpack's pairs in its order,
+    a scan step at a time, as columns of `cut.elements` pairs (fields, values, expiry times or
+    None), each batch cut at `cut.size` bytes (a field's and its value's)."""
     h = as_hash(value)  # (a small hash kept bare, as its pack: its Hash)
     expiry = h.field_expiry if h.has_field_expiry() else None
+    table = h.table()
+    if table is not None:  # the hashtable's buckets as they are, the TTLs of their fields
+        yield from table_chunks(table, cut, lambda packs: _bucket_ttls(packs, expiry))
+        return
     pairs = chain.from_iterable(scan_pages(h, cut.elements))
     while batch := list(islice(pairs, cut.elements)):
         fields, data = zip(*batch, strict=True)
@@ -275,7 +286,40 @@ def _columns(body: Body) -> tuple[list[bytes], list[bytes], list[tuple[int, int]
     return fields, values, [(i, w) for i, w in ttls]
 
 
+def _bucket_ttls(packs: list[bytes], expiry: Callable[[bytes], int | None] | None
+                 ) -> list[list]:
+    """[field, ms] of each field of `packs` (a run of a hashtable's buckets) with a TTL."""
+    if expiry is None:
+        return []
+    out = []
+    for pack in packs:
+        strings = pack_strings(pack, 2)
+        for field in strings[:len(strings) >> 1]:
+            when = expiry(field)
+            if when is not None:
+                out.append([field, when])
+    return out
+
+
+def _run_pairs(run: TableChunk) -> Iterator[tuple[bytes, bytes]]:
+    for pack in run.packs:
+        strings = pack_strings(pack, 2)
+        n = len(strings) >> 1
+        yield from zip(strings[:n], strings[n:], strict=True)
+
+
+def _run_ttls(run: TableChunk) -> dict[bytes, int]:
+    if not all(isinstance(t, list) and len(t) == 2 and isinstance(t[0], bytes)
+               and isinstance(t[1], int) for t in run.extra):
+        raise ValueError("a hash table chunk's TTLs are not [field, ms] pairs")
+    return {field: when for field, when in run.extra}
+
+
 def _elements(body: Body, _at: int | None, _check: bool) -> list[tuple]:
+    run = table_chunk(body)
+    if run is not None:
+        expiry_of = _run_ttls(run)
+        return [(f, v, expiry_of.get(f)) for f, v in _run_pairs(run)]
     fields, values, ttls = _columns(body)
     expiry: list[int | None] = [None] * len(fields)
     for i, when in ttls:
@@ -285,6 +329,33 @@ def _elements(body: Body, _at: int | None, _check: bool) -> list[tuple]:
 
 def _build(count: int, bodies: Iterable[Body], _indexed: bool, _on_nodes: OnNodes | None
            ) -> tuple[Hash, int]:
+    bodies = iter(bodies)
+    first = next(bodies, None)
+    run = None if first is None else table_chunk(first)
+    if run is None:
+        return _build_pairs(count, bodies if first is None else chain((first,), bodies))
+    ttls: dict[bytes, int] = {}
+
+    def runs() -> Iterator[TableChunk]:
+        for chunk in chain((run,), map(table_chunk, bodies)):
+            if chunk is None:
+                raise ValueError("a hash's chunks mix a table's buckets and pairs")
+            ttls.update(_run_ttls(chunk))
+            yield chunk
+
+    table = PairTable(0)
+    adopt_table(table, runs())
+    value = Hash.from_table(table)
+    if table.count <= value.limits.max_listpack_entries:  # (as HSET would hold so few)
+        value = Hash.from_chunks(table.count, list(table.items()))
+    for field, when in ttls.items():
+        value.set_field_expiry(field, when)
+    return value, table.count
+
+
+def _build_pairs(count: int, bodies: Iterable[Body]) -> tuple[Hash, int]:
+    """A hash from chunks of pairs (the layout of a listpack, and of every hash written before
+    hashtables were stored as buckets)."""
     seen = [0]
     ttls: list[tuple[bytes, int]] = []
 

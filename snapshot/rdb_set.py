@@ -16,7 +16,8 @@ Refused (RdbError, never another exception): a duplicate member, an empty set, m
 blobs.
 
 Also owns the set's other formats (`FORMATS`, snapshot.value_formats' shape): its snapshot
-chunks (snapshot.values: [members], in the set's iteration order) and its export table
+chunks (snapshot.values: a hashtable's buckets as they are, value_formats' table chunks; a
+small encoding's [members], in its order, the layout every set had before) and its export table
 (`set_members`: member).
 
 Must not touch: the RDB container, files, sockets, the keyspace, the model
@@ -28,7 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import chain, islice
 
+from streamkeep.engine.model.bucket_table import BucketTable
 from streamkeep.engine.model.listpack import as_int
+from streamkeep.engine.model.packed_columns import pack_strings
 from streamkeep.engine.model.sets import DEFAULT_LIMITS, RSet, SetLimits
 from streamkeep.engine.model.value_types import BY_CLASS
 from streamkeep.snapshot.rdb import (
@@ -48,11 +51,15 @@ from streamkeep.snapshot.value_formats import (
     Column,
     Cut,
     OnNodes,
+    TableChunk,
     TypeFormats,
     ValueTable,
+    adopt_table,
     cut_columns,
     packb,
     scan_pages,
+    table_chunk,
+    table_chunks,
     unpack,
 )
 
@@ -142,8 +149,13 @@ if RSet in BY_CLASS:  # (the keyspace holds sets: their keys are kept, not skipp
 # --- the snapshot's chunks -----------------------------------------------------------------------
 
 def _chunks(s: RSet, cut: Cut) -> Iterator[Chunk]:
-    """The set's chunks: its members in its iteration order, a scan step at a time, as batches
-    of `cut.elements` members, each cut at `cut.size` bytes."""
+    """The set's chunks: a hashtable's runs of buckets (value_formats.table_chunks); a small
+    encoding's members in its order, a scan step at a time, as batches of `cut.elements`
+    members, each cut at `cut.size` bytes."""
+    table = s.table()
+    if table is not None:
+        yield from table_chunks(table, cut, _nothing)
+        return
     members = chain.from_iterable(scan_pages(s, cut.elements))
     while batch := list(islice(members, cut.elements)):
         for (part,) in cut_columns((batch,), list(map(len, batch)), cut.size):
@@ -157,12 +169,48 @@ def _members(body: Body) -> list[bytes]:
     return list(members)
 
 
+def _nothing(_packs: list[bytes]) -> list:
+    return []
+
+
+def _run_members(run: TableChunk) -> Iterator[bytes]:
+    for pack in run.packs:
+        yield from pack_strings(pack, 1)
+
+
 def _elements(body: Body, _at: int | None, _check: bool) -> list[tuple]:
+    run = table_chunk(body)
+    if run is not None:
+        return [(m,) for m in _run_members(run)]
     return [(m,) for m in _members(body)]
 
 
 def _build(count: int, bodies: Iterable[Body], _indexed: bool, _on_nodes: OnNodes | None
            ) -> tuple[RSet, int]:
+    bodies = iter(bodies)
+    first = next(bodies, None)
+    run = None if first is None else table_chunk(first)
+    if run is None:
+        return _build_members(count, bodies if first is None else chain((first,), bodies))
+
+    def runs() -> Iterator[TableChunk]:
+        for chunk in chain((run,), map(table_chunk, bodies)):
+            if chunk is None:
+                raise ValueError("a set's chunks mix a table's buckets and members")
+            yield chunk
+
+    table = BucketTable(1, 0)
+    adopt_table(table, runs())
+    value = RSet.from_table(table)
+    limits = value.limits
+    if table.count <= max(limits.intset_max(), limits.max_listpack_entries):
+        value = RSet.from_chunks(table.count, list(table.keys()))  # (as SADD would hold so few)
+    return value, table.count
+
+
+def _build_members(count: int, bodies: Iterable[Body]) -> tuple[RSet, int]:
+    """A set from chunks of members (the layout of a small encoding, and of every set written
+    before hashtables were stored as buckets)."""
     seen = [0]
 
     def counted(members: list[bytes]) -> list[bytes]:

@@ -18,7 +18,13 @@ such type:
     [index of its first element (int), nodes (array of bin)]
     the value's nodes in order, each as the value holds it (a chunk ends at a node's end: `Cut`'s
     elements or bytes reached, a node past them alone)
-(`node_chunks`, `node_chunk_blobs`). A type's own layout is documented in its module and in
+(`node_chunks`, `node_chunk_blobs`), and the chunks of a bucket table (a big hash's or set's:
+engine.model.bucket_table), the same for every type that keeps one:
+    [seed (bin), size (int), split (int), index of its first bucket (int), buckets (array of
+     bin), the type's own (array)]
+    a run of the table's buckets, each the pack the table holds, with the table's placement,
+    so that a load adopts them with no record placed again (`table_chunks`, `table_chunk`,
+    `adopt_table`). A type's own layout is documented in its module and in
 snapshot.values' docstring.
 
 Must not touch: files, a type's model internals (its public functions only), any one type.
@@ -35,6 +41,8 @@ from typing import Any, Literal, NamedTuple
 import msgpack
 
 from streamkeep.engine.model import value_types
+from streamkeep.engine.model.bucket_table import BucketTable
+from streamkeep.engine.model.packed_columns import pack_count
 
 packb = msgpack.Packer(use_bin_type=True).pack
 
@@ -186,6 +194,81 @@ def node_chunk_blobs(body: Body) -> list:
     return blobs
 
 
+class TableChunk(NamedTuple):
+    """A chunk of a bucket table's buckets as they are (see `table_chunks`)."""
+
+    seed: bytes
+    size: int
+    split: int
+    first: int  # the index of its first bucket in the table
+    packs: list[bytes]
+    extra: list  # the type's own (a hash's field TTLs)
+
+
+_TABLE_FIELDS = len(TableChunk._fields)
+
+
+def table_chunks(table: BucketTable, cut: Cut, extra: Callable[[list[bytes]], list]
+                 ) -> Iterator[Chunk]:
+    """The chunks of a bucket table (a big hash's or set's, engine.model.bucket_table) as its
+    buckets are: runs of whole buckets, a chunk ending at the bucket that reaches the cut's
+    elements or bytes, each with the table's placement (its seed, size and split) and where
+    its run starts, so that a load adopts the buckets with no record placed again
+    (`adopt_table`). `extra(packs)`: what the type keeps beside a run (a hash's TTLs)."""
+    buckets, ncols = table.buckets, table.ncols
+    start = count = size = 0
+    for i, b in enumerate(buckets):
+        n = pack_count(b, ncols)
+        if i > start and (count + n > cut.elements or size + len(b) > cut.size):
+            yield _table_chunk(table, start, i, extra), count, None
+            start, count, size = i, 0, 0
+        count += n
+        size += len(b)
+    yield _table_chunk(table, start, len(buckets), extra), count, None
+
+
+def _table_chunk(table: BucketTable, start: int, end: int,
+                 extra: Callable[[list[bytes]], list]) -> bytes:
+    packs = table.buckets[start:end]
+    return packb([table.seed, table.size, table.split, start, packs, extra(packs)])
+
+
+def table_chunk(body: Body) -> TableChunk | None:
+    """The chunk as a run of a table's buckets, None when it has another layout (a value's
+    elements: the layout written before tables were stored as buckets). ValueError: a run
+    that is malformed."""
+    doc = unpack(body)
+    if len(doc) != _TABLE_FIELDS:
+        return None
+    seed, size, split, first, packs, extra = doc
+    if not (isinstance(seed, bytes) and all(isinstance(x, int) for x in (size, split, first))
+            and isinstance(packs, list) and all(isinstance(b, bytes) for b in packs)
+            and isinstance(extra, list)):
+        raise ValueError("a table chunk's fields are not a seed, a geometry and packs")
+    return TableChunk(seed, size, split, first, packs, extra)
+
+
+def adopt_table(table: BucketTable, chunks: Iterable[TableChunk]) -> None:
+    """Make the empty `table` hold the buckets of `chunks` (a value's, in order): one
+    placement in all, each run where the one before it ended, every bucket checked where it is
+    (ValueError if not: BucketTable.adopt)."""
+    buckets: list[bytes] = []
+    placement: tuple[bytes, int, int] | None = None
+    for chunk in chunks:
+        if placement is None:
+            placement = (chunk.seed, chunk.size, chunk.split)
+        elif (chunk.seed, chunk.size, chunk.split) != placement:
+            raise ValueError("a table's chunks disagree on its placement")
+        if chunk.first != len(buckets):
+            raise ValueError(f"a table chunk starts at bucket {chunk.first}, "
+                             f"not {len(buckets)}")
+        buckets.extend(chunk.packs)
+    if placement is None:
+        raise ValueError("a table without chunks")
+    table.adopt(placement[0], placement[1], placement[2], buckets)
+
+
 __all__ = ["Body", "Chunk", "ChunkCodec", "Column", "Columns", "Cut", "Kind", "OnNodes",
-           "TypeFormats", "ValueTable", "cut_columns", "node_chunk_blobs", "node_chunks",
-           "packb", "scan_pages", "unpack"]
+           "TableChunk", "TypeFormats", "ValueTable", "adopt_table", "cut_columns",
+           "node_chunk_blobs", "node_chunks", "packb", "scan_pages", "table_chunk",
+           "table_chunks", "unpack"]

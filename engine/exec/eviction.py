@@ -459,17 +459,21 @@ class Eviction:
         self.pooled = set()
 
 
-def _small(obj: object) -> int:
-    """The bytes of an object's pymalloc block (16-byte size classes up to 512 bytes); 0 for
-    a larger one, whose malloc'd block the meter counts exactly as it goes."""
-    size = sys.getsizeof(obj)
+def _pymalloc_block(size: int) -> int:
+    """The bytes of the pymalloc block an object of `size` bytes takes (16-byte size classes up
+    to 512 bytes); 0 for a larger one, whose malloc'd block the meter counts exactly as it
+    goes."""
     return (size + 15) & ~15 if size <= 512 else 0
+
+
+def _small(obj: object) -> int:
+    """`_pymalloc_block` of an object."""
+    return _pymalloc_block(sys.getsizeof(obj))
 
 
 def _small_bytes(length: int) -> int:
     """`_small` of a bytes object of `length` bytes, without asking the object."""
-    size = _BYTES_HEADER + length
-    return (size + 15) & ~15 if size <= 512 else 0
+    return _pymalloc_block(_BYTES_HEADER + length)
 
 
 def freed_estimate(key: bytes, value: Any) -> int:

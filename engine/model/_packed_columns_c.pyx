@@ -13,13 +13,10 @@ from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy
 
 
-cdef extern from "Python.h":
-    # hash() of a bytes object with these bytes: a bucket split places each row by the hash
-    # its key has in Python, without making the key's bytes object
-    Py_hash_t _Py_HashBytes(const void *src, Py_ssize_t size)
-
 cdef enum:
     LONG = 255  # a length or count from which a pack's lengths take 4 bytes
+    SEED_BYTES = 16  # a table's placement seed: SipHash's key
+    DISTINCT_BY_PAIRS = 64  # keys of a pack compared pairwise up to this count, else by a set
 
 
 cdef struct Pack:
@@ -427,17 +424,108 @@ def pack_delete(blob, Py_ssize_t ncols, key):
         PyMem_Free(rows)
 
 
-def pack_split(blob, Py_ssize_t ncols, Py_ssize_t mask, Py_ssize_t keep):
-    """(the rows whose key's hash() & mask is `keep`, the others): a bucket split in two."""
+# --- placement: SipHash-1-3 under a table's own 16-byte seed --------------------------------
+
+cdef inline uint64_t _rotl(uint64_t x, int b) noexcept nogil:
+    return (x << b) | (x >> (64 - b))
+
+
+cdef inline uint64_t _le64(const unsigned char *p) noexcept nogil:
+    cdef uint64_t x = 0
+    cdef int i
+    for i in range(8):
+        x |= (<uint64_t>p[i]) << (8 * i)
+    return x
+
+
+cdef uint64_t _siphash13(const unsigned char *s, Py_ssize_t n, uint64_t k0,
+                         uint64_t k1) noexcept nogil:
+    cdef uint64_t v0 = k0 ^ 0x736f6d6570736575ULL
+    cdef uint64_t v1 = k1 ^ 0x646f72616e646f6dULL
+    cdef uint64_t v2 = k0 ^ 0x6c7967656e657261ULL
+    cdef uint64_t v3 = k1 ^ 0x7465646279746573ULL
+    cdef uint64_t m, b = (<uint64_t>n) << 56
+    cdef Py_ssize_t i = 0, tail
+    cdef int r
+    while i + 8 <= n:
+        m = _le64(s + i)
+        v3 ^= m
+        v0 += v1; v1 = _rotl(v1, 13); v1 ^= v0; v0 = _rotl(v0, 32)
+        v2 += v3; v3 = _rotl(v3, 16); v3 ^= v2
+        v0 += v3; v3 = _rotl(v3, 21); v3 ^= v0
+        v2 += v1; v1 = _rotl(v1, 17); v1 ^= v2; v2 = _rotl(v2, 32)
+        v0 ^= m
+        i += 8
+    tail = n - i
+    for r in range(tail):
+        b |= (<uint64_t>s[i + r]) << (8 * r)
+    v3 ^= b
+    for r in range(4):  # one compression round, then three finalization rounds
+        v0 += v1; v1 = _rotl(v1, 13); v1 ^= v0; v0 = _rotl(v0, 32)
+        v2 += v3; v3 = _rotl(v3, 16); v3 ^= v2
+        v0 += v3; v3 = _rotl(v3, 21); v3 ^= v0
+        v2 += v1; v1 = _rotl(v1, 17); v1 ^= v2; v2 = _rotl(v2, 32)
+        if r == 0:
+            v0 ^= b
+            v2 ^= 0xff
+    return v0 ^ v1 ^ v2 ^ v3
+
+
+cdef int _seed(object seed, uint64_t *k0, uint64_t *k1) except -1:
+    if not PyBytes_Check(seed) or PyBytes_GET_SIZE(seed) != SEED_BYTES:
+        raise ValueError("a table's seed is 16 bytes")
+    k0[0] = _le64(<const unsigned char *>PyBytes_AS_STRING(seed))
+    k1[0] = _le64(<const unsigned char *>PyBytes_AS_STRING(seed) + 8)
+    return 0
+
+
+cdef inline Py_ssize_t _slot(uint64_t h, Py_ssize_t size, Py_ssize_t split) noexcept nogil:
+    cdef Py_ssize_t i = <Py_ssize_t>(h & <uint64_t>(size - 1))
+    if i < split:
+        i = <Py_ssize_t>(h & <uint64_t>((size << 1) - 1))
+    return i
+
+
+def key_hash(key, seed):
+    """SipHash-1-3 of `key` under the 16-byte `seed` (its two little-endian halves)."""
+    cdef uint64_t k0, k1
+    if not PyBytes_Check(key):
+        raise TypeError("a key is bytes")
+    _seed(seed, &k0, &k1)
+    return _siphash13(<const unsigned char *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
+                      k0, k1)
+
+
+def bucket_of(key, seed, Py_ssize_t size, Py_ssize_t split):
+    """The bucket of `key` in a table of `size` buckets (a power of two) of which the first
+    `split` are split: its hash's low bits, one more for a split bucket."""
+    cdef uint64_t k0, k1
+    if not PyBytes_Check(key):
+        raise TypeError("a key is bytes")
+    _seed(seed, &k0, &k1)
+    return _slot(_siphash13(<const unsigned char *>PyBytes_AS_STRING(key),
+                            PyBytes_GET_SIZE(key), k0, k1), size, split)
+
+
+cdef Py_ssize_t _open_seeded(Pack *k, Strings *t, object blob, Py_ssize_t ncols, object seed,
+                             uint64_t *k0, uint64_t *k1) except -1:
+    """The pack opened (its count returned), the seed's keys read, no strings listed yet."""
+    _seed(seed, k0, k1)
+    _open(k, blob, ncols)
+    t.lens = NULL
+    t.ptrs = NULL
+    return k.count
+
+
+def pack_split(blob, Py_ssize_t ncols, seed, Py_ssize_t mask, Py_ssize_t keep):
+    """(the rows whose key's hash & mask is `keep`, the others): a bucket split in two."""
     cdef Pack k
     cdef Strings t
     cdef Py_ssize_t n, r, a = 0, b = 0
     cdef Py_ssize_t *kept
     cdef Py_ssize_t *moved
-    _open(&k, blob, ncols)
-    n = k.count
-    t.lens = NULL
-    t.ptrs = NULL
+    cdef uint64_t k0, k1
+    n = _open_seeded(&k, &t, blob, ncols, seed, &k0, &k1)
     kept = <Py_ssize_t *>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
     moved = <Py_ssize_t *>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
     try:
@@ -445,7 +533,8 @@ def pack_split(blob, Py_ssize_t ncols, Py_ssize_t mask, Py_ssize_t keep):
             raise MemoryError()
         _strings(&k, ncols, &t)
         for r in range(n):
-            if (<Py_ssize_t>_Py_HashBytes(t.ptrs[r], t.lens[r])) & mask == keep:
+            if <Py_ssize_t>(_siphash13(<const unsigned char *>t.ptrs[r], t.lens[r], k0, k1)
+                            & <uint64_t>mask) == keep:
                 kept[a] = r
                 a += 1
             else:
@@ -459,3 +548,30 @@ def pack_split(blob, Py_ssize_t ncols, Py_ssize_t mask, Py_ssize_t keep):
         _free(&t)
         PyMem_Free(kept)
         PyMem_Free(moved)
+
+
+def pack_placed(blob, Py_ssize_t ncols, seed, Py_ssize_t size, Py_ssize_t split,
+                Py_ssize_t index):
+    """The pack's count, once it is checked to be bucket `index` of such a table: every key
+    placed there, none twice (ValueError if not: a pack read from a file)."""
+    cdef Pack k
+    cdef Strings t
+    cdef Py_ssize_t n, r, q
+    cdef uint64_t k0, k1
+    n = _open_seeded(&k, &t, blob, ncols, seed, &k0, &k1)
+    try:
+        _strings(&k, ncols, &t)
+        for r in range(n):
+            if _slot(_siphash13(<const unsigned char *>t.ptrs[r], t.lens[r], k0, k1),
+                     size, split) != index:
+                raise ValueError(f"a key of bucket {index} belongs to another bucket")
+        if n <= DISTINCT_BY_PAIRS:
+            for r in range(n):
+                for q in range(r):
+                    if t.lens[q] == t.lens[r] and memcmp(t.ptrs[q], t.ptrs[r], t.lens[r]) == 0:
+                        raise ValueError(f"a key twice in bucket {index}")
+        elif len(set(pack_strings(blob, ncols)[:n])) != n:
+            raise ValueError(f"a key twice in bucket {index}")
+        return n
+    finally:
+        _free(&t)

@@ -179,18 +179,109 @@ def pack_delete(blob: bytes, ncols: int, key: bytes) -> tuple[bytes, bytes] | No
     return _build(columns), last
 
 
-def pack_split(blob: bytes, ncols: int, mask: int, keep: int) -> tuple[bytes, bytes]:
-    """(the rows whose key's hash() & mask is `keep`, the others): a bucket split in two."""
+# --- placement: SipHash-1-3 under a table's own 16-byte seed ------------------------------
+# A big set's or hash's bucket table places a key by this hash, keyed by a seed the table draws
+# when it is made and keeps (a snapshot stores it with the buckets, so a restart adopts them as
+# they are): stable across processes, unlike hash(), and as unforgeable as hash() without the
+# seed, so no client can pick keys that fill one bucket.
+
+SEED_BYTES = 16
+_M64 = (1 << 64) - 1
+
+
+def _rotl(x: int, b: int) -> int:
+    return ((x << b) | (x >> (64 - b))) & _M64
+
+
+def _sipround(v0: int, v1: int, v2: int, v3: int) -> tuple[int, int, int, int]:
+    v0 = (v0 + v1) & _M64
+    v1 = _rotl(v1, 13) ^ v0
+    v0 = _rotl(v0, 32)
+    v2 = (v2 + v3) & _M64
+    v3 = _rotl(v3, 16) ^ v2
+    v0 = (v0 + v3) & _M64
+    v3 = _rotl(v3, 21) ^ v0
+    v2 = (v2 + v1) & _M64
+    v1 = _rotl(v1, 17) ^ v2
+    v2 = _rotl(v2, 32)
+    return v0, v1, v2, v3
+
+
+def _keys(seed: bytes) -> tuple[int, int]:
+    if not isinstance(seed, bytes) or len(seed) != SEED_BYTES:
+        raise ValueError("a table's seed is 16 bytes")
+    return int.from_bytes(seed[:8], "little"), int.from_bytes(seed[8:], "little")
+
+
+def _siphash13(s: bytes, k0: int, k1: int) -> int:
+    v0 = k0 ^ 0x736f6d6570736575
+    v1 = k1 ^ 0x646f72616e646f6d
+    v2 = k0 ^ 0x6c7967656e657261
+    v3 = k1 ^ 0x7465646279746573
+    n = len(s)
+    whole = n - n % 8
+    for i in range(0, whole, 8):
+        m = int.from_bytes(s[i:i + 8], "little")
+        v3 ^= m
+        v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
+        v0 ^= m
+    b = ((n & 0xFF) << 56) | int.from_bytes(s[whole:], "little")
+    v3 ^= b
+    v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
+    v0 ^= b
+    v2 ^= 0xFF
+    for _ in range(3):
+        v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
+    return v0 ^ v1 ^ v2 ^ v3
+
+
+def _slot(h: int, size: int, split: int) -> int:
+    i = h & (size - 1)
+    return h & ((size << 1) - 1) if i < split else i
+
+
+def key_hash(key: bytes, seed: bytes) -> int:
+    """SipHash-1-3 of `key` under the 16-byte `seed` (its two little-endian halves)."""
+    if not isinstance(key, bytes):
+        raise TypeError("a key is bytes")
+    return _siphash13(key, *_keys(seed))
+
+
+def bucket_of(key: bytes, seed: bytes, size: int, split: int) -> int:
+    """The bucket of `key` in a table of `size` buckets (a power of two) of which the first
+    `split` are split: its hash's low bits, one more for a split bucket."""
+    return _slot(key_hash(key, seed), size, split)
+
+
+def pack_split(blob: bytes, ncols: int, seed: bytes, mask: int, keep: int
+               ) -> tuple[bytes, bytes]:
+    """(the rows whose key's hash & mask is `keep`, the others): a bucket split in two."""
+    k0, k1 = _keys(seed)
     strings = pack_strings(blob, ncols)
     n = len(strings) // ncols
     columns = [strings[c * n:(c + 1) * n] for c in range(ncols)]
     kept: list[list[bytes]] = [[] for _ in range(ncols)]
     moved: list[list[bytes]] = [[] for _ in range(ncols)]
     for r in range(n):
-        side = kept if hash(columns[0][r]) & mask == keep else moved
+        side = kept if _siphash13(columns[0][r], k0, k1) & mask == keep else moved
         for c in range(ncols):
             side[c].append(columns[c][r])
     return _build(kept), _build(moved)
+
+
+def pack_placed(blob: bytes, ncols: int, seed: bytes, size: int, split: int,
+                index: int) -> int:
+    """The pack's count, once it is checked to be bucket `index` of such a table: every key
+    placed there, none twice (ValueError if not: a pack read from a file)."""
+    k0, k1 = _keys(seed)
+    strings = pack_strings(blob, ncols)
+    keys = strings[:len(strings) // ncols]
+    for key in keys:
+        if _slot(_siphash13(key, k0, k1), size, split) != index:
+            raise ValueError(f"a key of bucket {index} belongs to another bucket")
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"a key twice in bucket {index}")
+    return len(keys)
 
 
 def _build(columns: list[list[bytes]]) -> bytes:

@@ -5,8 +5,13 @@ Owns `BucketTable`, and the packs its records live in as far as building them go
 (`build_pack`; the reads and the row writes are engine.model.packed_columns'
 kernels). A record is `ncols` strings keyed by its first: a set's member (one column), a
 hash's field and value, a sorted set's member and its packed score (two). Bucket i of
-`buckets` holds the records whose key's hash() h has `h & (size - 1) == i`, or, for i < split
-(buckets already split this round), `h & (2 * size - 1) == i`. Growing splits bucket `split`
+`buckets` holds the records whose key's hash h has `h & (size - 1) == i`, or, for i < split
+(buckets already split this round), `h & (2 * size - 1) == i`. The hash is SipHash-1-3 keyed
+by the table's own 16-byte `seed` (engine.model.packed_columns' `bucket_of`), drawn from the
+system's randomness when the table is made and kept by its copies and its snapshot: so where
+a key goes is the same in every process that holds the table (a restart adopts the snapshot's
+buckets as they are, `adopt`, with no record placed again), and no client can choose keys
+that crowd one bucket without knowing the seed. Growing splits bucket `split`
 into itself and bucket `split + size` (appended): one bucket's records per insertion, no
 stop-the-world rehash, and records only ever move to a higher bucket, so a scan by increasing
 bucket index misses nothing present throughout. `nbytes` is the sum of the buckets' lengths.
@@ -21,25 +26,26 @@ commands, replies.
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from streamkeep.engine.model.packed_columns import (
+    SEED_BYTES,
+    bucket_of,
     pack_add,
     pack_count,
     pack_delete,
     pack_get,
     pack_index,
+    pack_placed,
     pack_put,
     pack_split,
     pack_strings,
 )
-
-if TYPE_CHECKING:  # (a machine integer to mypyc: a key's hash masked without a boxed int)
-    from mypy_extensions import i64
 
 LOAD: Final = 6  # a table's average records per bucket before it splits one
 SAMPLE_CAP: Final = 2 * LOAD  # random picks: a table's first slots per bucket
@@ -50,6 +56,7 @@ _BIG_ENDIAN: Final = sys.byteorder == "big"
 
 # Kernels the per-command paths call, bound once: an imported name is looked up in this
 # module's globals at each call, a Final one is read from a static (mypyc).
+_BUCKET_OF: Final = bucket_of
 _PACK_ADD: Final = pack_add
 _PACK_DELETE: Final = pack_delete
 _PACK_GET: Final = pack_get
@@ -78,13 +85,14 @@ def build_pack(columns: Sequence[Sequence[bytes]]) -> bytes:
 class BucketTable:
     """The table (see the module docstring) of `ncols`-string records."""
 
-    __slots__ = ("ncols", "buckets", "size", "split", "count", "nbytes", "cap")
+    __slots__ = ("ncols", "seed", "buckets", "size", "split", "count", "nbytes", "cap")
 
-    def __init__(self, ncols: int, capacity: int) -> None:
+    def __init__(self, ncols: int, capacity: int, seed: bytes | None = None) -> None:
         size = 1
         while size * LOAD < capacity:
             size <<= 1
         self.ncols = ncols
+        self.seed = os.urandom(SEED_BYTES) if seed is None else seed
         self.buckets: list[bytes] = [EMPTY] * size
         self.size = size
         self.split = 0
@@ -93,11 +101,7 @@ class BucketTable:
         self.nbytes = len(EMPTY) * size
 
     def slot(self, key: bytes) -> int:
-        h: i64 = hash(key)  # (as an int, a hash past 2**62 is a boxed long: masked slowly)
-        i: i64 = h & (self.size - 1)
-        if i < self.split:
-            i = h & ((self.size << 1) - 1)
-        return i
+        return _BUCKET_OF(key, self.seed, self.size, self.split)
 
     def __contains__(self, key: bytes) -> bool:
         return _PACK_INDEX(self.buckets[self.slot(key)], self.ncols, key) >= 0
@@ -152,7 +156,7 @@ class BucketTable:
     def _split_one(self) -> None:
         s, size = self.split, self.size
         b = self.buckets[s]
-        kept, moved = pack_split(b, self.ncols, (size << 1) - 1, s)
+        kept, moved = pack_split(b, self.ncols, self.seed, (size << 1) - 1, s)
         self.buckets[s] = kept
         self.buckets.append(moved)
         self.nbytes += len(kept) + len(moved) - len(b)
@@ -182,19 +186,42 @@ class BucketTable:
         (key, value) pairs for two."""
         ncols = self.ncols
         parts: list[list[list[bytes]]] = [[[] for _ in range(ncols)] for _ in self.buckets]
-        mask = self.size - 1
+        seed, size = self.seed, self.size
         n = 0
         for row in rows:
             if ncols == 1:
-                parts[hash(row) & mask][0].append(row)
+                parts[_BUCKET_OF(row, seed, size, 0)][0].append(row)
             else:
-                part = parts[hash(row[0]) & mask]
+                part = parts[_BUCKET_OF(row[0], seed, size, 0)]
                 part[0].append(row[0])
                 part[1].append(row[1])
             n += 1
         self.buckets = [build_pack(p) for p in parts]
         self.count = n
         self.nbytes = sum(len(b) for b in self.buckets)
+        while self.count > LOAD * len(self.buckets):
+            self._split_one()
+
+    def adopt(self, seed: bytes, size: int, split: int, buckets: list[bytes]) -> None:
+        """Make this empty table hold `buckets` (a snapshot's: packs of `ncols`-string records
+        placed under `seed` in a table of `size` buckets, `split` of them split), each checked
+        where it is (ValueError: a bucket malformed, a key in the wrong bucket or twice, or a
+        geometry no table has). No record is placed again: the packs are kept as they are."""
+        if size < 1 or size & (size - 1) or not 0 <= split < size or \
+                len(buckets) != size + split:
+            raise ValueError(f"no bucket table has {len(buckets)} buckets of size {size} "
+                             f"split {split}")
+        count = 0
+        widest = SAMPLE_CAP
+        ncols = self.ncols
+        for i, b in enumerate(buckets):
+            n = pack_placed(b, ncols, seed, size, split, i)
+            count += n
+            widest = max(widest, n)
+        self.seed, self.size, self.split, self.buckets = seed, size, split, buckets
+        self.count = count
+        self.cap = widest
+        self.nbytes = sum(map(len, buckets))
         while self.count > LOAD * len(self.buckets):
             self._split_one()
 
@@ -217,6 +244,7 @@ class BucketTable:
         """Make `twin` (a new table of as many columns) hold these records: the buckets are
         immutable bytes, shared until either side rewrites one."""
         twin.buckets = self.buckets.copy()
+        twin.seed = self.seed
         twin.size, twin.split, twin.count, twin.nbytes = (self.size, self.split, self.count,
                                                           self.nbytes)
         twin.cap = self.cap

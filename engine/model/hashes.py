@@ -17,8 +17,9 @@ Encodings, as Redis names them:
   goes before the first field whose TTL is >= it), then the others in the order they arrived
   there (a field that loses its TTL, by HSET or HPERSIST, moves to the end).
 - "hashtable": past either limit. A bucket table (`PairTable`: engine.model.bucket_table's
-  linear hashing on Python's hash of the field, with the fields' TTLs beside it): each bucket
-  one pack of a few pairs, split one at a time as the table grows. A field costs about a quarter of what a dict of bytes to bytes costs (two 33-byte
+  linear hashing on a keyed hash of the field, its seed the table's own, with the fields' TTLs
+  beside it): each bucket one pack of a few pairs, split one at a time as the table grows. A
+  field costs about a quarter of what a dict of bytes to bytes costs (two 33-byte
   objects and a dict slot per field, ~138 bytes for a 12-byte field and a 10-byte value),
   under half of redis-server's own figure. Its order is the table's, which matches no Redis
   order (HGETALL of a big hash compares as a set).
@@ -857,6 +858,20 @@ class Hash:
 
     def __repr__(self) -> str:
         return f"<Hash {self.encoding} len={len(self)}>"
+
+    def table(self) -> PairTable | None:
+        """The hashtable form's bucket table (a snapshot stores its buckets as they are), None
+        for a listpack."""
+        d = self._data
+        return d if type(d) is PairTable else None
+
+    @classmethod
+    def from_table(cls, table: PairTable, limits: HashLimits | None = None) -> Hash:
+        """A hash in the hashtable form holding `table` (a snapshot's buckets, adopted; TTLs
+        are the caller's: set_field_expiry)."""
+        h = cls(limits)
+        h._data = table
+        return h
 
     @classmethod
     def from_chunks(cls, count: int, pairs: Iterable[tuple[bytes, bytes]],

@@ -13,6 +13,8 @@ from streamkeep.engine.wire import kernel_switches
 try:
     kernel_switches.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.engine.model._packed_columns_c import (
+        bucket_of,
+        key_hash,
         pack_add,
         pack_count,
         pack_delete,
@@ -20,6 +22,7 @@ try:
         pack_index,
         pack_item,
         pack_offset,
+        pack_placed,
         pack_put,
         pack_split,
         pack_strings,
@@ -27,6 +30,8 @@ try:
 except ImportError as error:
     kernel_switches.missing(__name__, error)
     from streamkeep.engine.model._packed_columns_py import (
+        bucket_of,
+        key_hash,
         pack_add,
         pack_count,
         pack_delete,
@@ -34,6 +39,7 @@ except ImportError as error:
         pack_index,
         pack_item,
         pack_offset,
+        pack_placed,
         pack_put,
         pack_split,
         pack_strings,
@@ -41,5 +47,8 @@ except ImportError as error:
 else:
     kernel_switches.loaded(__name__, True)
 
-__all__ = ["pack_add", "pack_count", "pack_delete", "pack_get", "pack_index", "pack_item",
-           "pack_offset", "pack_put", "pack_split", "pack_strings"]
+SEED_BYTES = 16  # a bucket table's placement seed (SipHash's key)
+
+__all__ = ["SEED_BYTES", "bucket_of", "key_hash", "pack_add", "pack_count", "pack_delete",
+           "pack_get", "pack_index", "pack_item", "pack_offset", "pack_placed", "pack_put",
+           "pack_split", "pack_strings"]

@@ -612,6 +612,19 @@ class RSet:
     def __repr__(self) -> str:
         return f"<RSet {self.encoding} len={len(self)}>"
 
+    def table(self) -> BucketTable | None:
+        """The hashtable form's bucket table (a snapshot stores its buckets as they are), None
+        for an intset or a listpack."""
+        d = self._data
+        return d if type(d) is BucketTable else None
+
+    @classmethod
+    def from_table(cls, table: BucketTable, limits: SetLimits | None = None) -> RSet:
+        """A set in the hashtable form holding `table` (a snapshot's buckets, adopted)."""
+        s = cls(limits)
+        s._data = table
+        return s
+
     @classmethod
     def from_chunks(cls, count: int, members: Iterable[bytes],
                     limits: SetLimits | None = None) -> RSet:

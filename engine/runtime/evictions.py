@@ -4,11 +4,14 @@ Owns `Evictions`, the engine core's part that makes room: when the memory is ove
 (engine.exec.eviction's level), the keys the policy chooses are deleted, each notified
 `evicted`, counted (INFO's evicted_keys) and logged as a DEL, one record per database, so the
 AOF, a replay and the replicas see exactly what went (a replica never evicts: its primary's DELs
-arrive as effects). It stops once the estimate of what it freed covers the excess, when the
-policy finds no key (`noeviction` finds none), or at the time `maxmemory-eviction-tenacity`
-allows (then the command runs and the next one evicts more, as Redis's eviction continues in
-its timer). Before any key goes, the stream nodes deleted since the backlog's queue took them
-(`backlog-memory` keeps them queued until its own eviction reaches them) are let go. `make_room` answers whether memory is still over the limit: the caller refuses a
+arrive as effects). It stops once the estimate of what it freed covers the excess plus a
+round's slack (`Eviction.slack`: a thousandth of maxmemory, at most 1 MB, so that the writes
+after a round find room without a round of their own), when the policy finds no key
+(`noeviction` finds none), or at the time `maxmemory-eviction-tenacity` allows (then the
+command runs and the next one evicts more, as Redis's eviction continues in its timer). Before
+any key goes, the stream nodes deleted since the backlog's queue took them (`backlog-memory`
+keeps them queued until its own eviction reaches them) are let go. `make_room` answers whether
+memory is still over the limit: the caller refuses a
 `denyoom` command then (`refuses`). It also stamps the access clocks of the keys a command
 looked up (`touch`, under an LRU or LFU policy). Must not touch: which keys go
 (engine.exec.eviction), the reply.

@@ -113,7 +113,8 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
             elif row.chunked is not None:
                 vt, _decode = _value_type(path, row)
                 noted = homes is not None and snap.segmented
-                value, chunks = _chunked_value(snap, row, noted and vt.nodes is not None)
+                value, chunks = _chunked_value(snap, row, noted and vt.nodes is not None,
+                                               store.count_read)
                 engine.keyspaces[vt.slot][row.db][row.key] = value
                 if noted:
                     assert homes is not None
@@ -137,11 +138,14 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
         return snap.meta
 
 
-def _chunked_value(snap: Snapshot, row: KeyInfo, note_chunks: bool = False
+def _chunked_value(snap: Snapshot, row: KeyInfo, note_chunks: bool = False,
+                   read: Callable[[int], None] | None = None
                    ) -> tuple[Any, list[tuple[str, int, int, int, int, list[bytearray]]]]:
     """A chunked value, built a chunk at a time as they are read (snapshot.values); with
     `note_chunks` (a value kept as nodes a compaction child loads), each chunk's (part path,
-    part rows, number, index, body bytes, nodes) too, in order."""
+    part rows, number, index, body bytes, nodes) too, in order. `read`: told each chunk's
+    bytes as it is read (the store releases the map's pages as reads add up, so a big value's
+    load does not hold its file's pages in the RSS beside the value it builds)."""
     ref = row.chunked
     assert ref is not None and row.type is not None
     where: list[tuple[str, int, int, int, int]] = []
@@ -152,6 +156,8 @@ def _chunked_value(snap: Snapshot, row: KeyInfo, note_chunks: bool = False
     def bodies() -> Iterator[bytes]:
         for part, run, index, body in snap.value_chunk_rows(row):
             at[:] = [part.name, f", chunk {index}"]
+            if read is not None:
+                read(len(body))
             if note_chunks:
                 rows = snap.part_infos[run.part].nodes if run.part is not None else -1
                 where.append((part.path, rows, run.number, index, len(body)))

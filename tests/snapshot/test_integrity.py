@@ -169,6 +169,21 @@ def test_child_env_imports_streamkeep_from_where_this_process_did(
     assert child_env()["PYTHONPATH"] == root
 
 
+def test_a_compaction_child_ignores_a_streamkeep_in_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process whose working directory holds another streamkeep (a checkout beside it) runs
+    its compaction child on its own package, not on that one."""
+    decoy = tmp_path / "cwd" / "streamkeep"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise SystemExit('the working directory was imported')\n")
+    monkeypatch.chdir(decoy.parent)
+    with open_dir(tmp_path / "data") as engine:
+        engine.execute("SET", "k", "v")
+        engine.compact()
+    with open_dir(tmp_path / "data") as engine:
+        assert engine.execute("GET", "k") == b"v"
+
+
 @pytest.fixture(scope="module")
 def datadir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("integrity-dir") / "data"

@@ -199,6 +199,14 @@ def cold_read(env: BenchEnv, python: str) -> Measurement:
     return m
 
 
+def hash_load(env: BenchEnv, python: str) -> Measurement:
+    """Engine.open of a data dir holding one big hash (its build: the checkout's own), to the
+    first HGET served, in a fresh process: fields/s and the peak RSS."""
+    path = built(env, "nodes hashes", SNAPSHOT_ENTRIES(env), "build_hash")
+    result = child(python, "hash_load", SNAPSHOT_ENTRIES(env), path(python), cache=bytecode(env))
+    return _rate(result, peak_rss_mb=float(result["peak_rss_mb"]))
+
+
 def import_rdb(env: BenchEnv, python: str) -> Measurement:
     """``<python> -m streamkeep import`` of the dump.rdb, timed as a whole process."""
     if shutil.which("redis-server") is None:

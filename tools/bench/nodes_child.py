@@ -11,6 +11,7 @@ import gc
 import itertools
 import json
 import random
+import resource
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -25,6 +26,7 @@ BACKLOG_BUDGET = 128 << 20  # of the catch-up over a cold backlog (the backlog s
 # mode), whose data set names its stream, group and consumer so:
 BACKLOG_KEY, BACKLOG_GROUP, BACKLOG_CONSUMER = "backlog", "g", "c"
 SENSOR = ("sensor-id", "1234", "temperature", "19.8")
+HASH_KEY, HASH_BATCH = "bighash", 2000  # the big hash's key; fields an HSET of its build sets
 Result = dict[str, Any]
 
 
@@ -259,10 +261,41 @@ def compact(n: int, path: str, rng: random.Random) -> Result:
     return {"ops": 0, "seconds": 0.0}
 
 
+def _field(i: int) -> str:
+    return f"field:{i:010d}"
+
+
+def build_hash(n: int, path: str, rng: random.Random) -> Result:
+    """A hash of n fields (``field:%010d`` -> ``value-N``) in the data dir at path, HSET
+    HASH_BATCH fields a command, compacted into a snapshot (untimed)."""
+    engine = _engine(path)
+    for start in range(0, n, HASH_BATCH):
+        engine.execute("HSET", HASH_KEY, *(x for i in range(start, min(n, start + HASH_BATCH))
+                                          for x in (_field(i), f"value-{i}")))
+    engine.compact()
+    engine.close()
+    return {"ops": n, "seconds": 0.0}
+
+
+def hash_load(n: int, path: str, rng: random.Random) -> Result:
+    """Engine.open of build_hash's data dir to its first HGET served, timed whole: the fields
+    loaded, and the process's peak RSS (``peak_rss_mb``)."""
+    began = time.perf_counter()
+    engine = _engine(path)
+    found = engine.execute("HGET", HASH_KEY, _field(rng.randrange(n)))
+    seconds = time.perf_counter() - began
+    fields = int(engine.execute("HLEN", HASH_KEY))
+    engine.close()
+    if found is None:
+        raise SystemExit("hash_load: a field of the hash is missing")
+    return {"ops": fields, "seconds": seconds,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
 WORKLOADS: dict[str, Callable[[int, str, random.Random], Result]] = {
     **{f.__name__: f for f in (xadd, consume, xrange, xdel, xautoclaim, build, load, cold_read,
                                footprint_live, footprint_restart, compact, queue_batch,
-                               build_backlog, catchup)},
+                               build_backlog, catchup, build_hash, hash_load)},
     "xrevrange": lambda n, path, rng: xrange(n, path, rng, "XREVRANGE"),
     "trim_exact": lambda n, _path, _rng: _trims(n, "="),
     "trim_approx": lambda n, _path, _rng: _trims(n, "~"),

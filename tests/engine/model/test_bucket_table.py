@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -75,3 +76,43 @@ def test_packs_are_built_in_their_one_form() -> None:
     assert pack_add(b"\x01\x01\x01a", 1, b"b") == b"\x01\x02\x01\x01ab"
     assert pack_add(b"\x01\x01\x01a", 1, b"a") is None
     assert pack_strings(pack_add(wide, 1, b"y") or b"", 1) == [b"x" * 300, b"y"]
+
+
+def test_a_table_adopts_another_ones_buckets_with_its_seed() -> None:
+    """The buckets and seed of a table (as a snapshot stores them) make a table that finds,
+    places and grows as the original does: every record where it was, none placed again."""
+    source = BucketTable(2, 0)
+    for i in range(3000):
+        source.put(b"field:%d" % i, b"value-%d" % i)
+    twin = BucketTable(2, 0)
+    twin.adopt(source.seed, source.size, source.split, list(source.buckets))
+    assert twin.buckets == source.buckets and twin.count == source.count == 3000
+    assert twin.nbytes == source.nbytes and twin.seed == source.seed
+    for i in range(3000, 4000):  # both grow alike: the placement is the seed's, not hash()'s
+        assert source.put(b"field:%d" % i, b"v") is None and twin.put(b"field:%d" % i, b"v") is None
+    assert twin.buckets == source.buckets
+    assert all(twin.get(b"field:%d" % i) == source.get(b"field:%d" % i) for i in range(4000))
+
+
+def test_adopt_refuses_buckets_no_table_could_hold() -> None:
+    source = BucketTable(1, 0)
+    for i in range(200):
+        source.add(b"m%d" % i)
+    seed, size, split, buckets = source.seed, source.size, source.split, list(source.buckets)
+    other_seed = bytes(16) if seed != bytes(16) else bytes(15) + b"\x01"
+    swapped = [buckets[1], buckets[0], *buckets[2:]]
+    at = source.slot(b"m0")
+    twice = [*buckets[:at], build_pack([[b"m0", b"m0"]]), *buckets[at + 1:]]
+    bad = {
+        "a size not a power of two": (seed, 3, 0, buckets),
+        "split past the size": (seed, size, size, buckets),
+        "a bucket missing": (seed, size, split, buckets[:-1]),
+        "another seed": (other_seed, size, split, buckets),
+        "buckets swapped": (seed, size, split, swapped),
+        "a malformed pack": (seed, size, split, [b"\x07", *buckets[1:]]),
+        "a key twice": (seed, size, split, twice),
+    }
+    for name, args in bad.items():
+        with pytest.raises(ValueError):
+            BucketTable(1, 0).adopt(*args)
+            pytest.fail(name)

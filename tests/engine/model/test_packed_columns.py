@@ -5,7 +5,10 @@ pack, as a snapshot or an RDB file could hold, is a ValueError from both, never 
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from types import ModuleType
 
 import pytest
@@ -15,6 +18,7 @@ from hypothesis import strategies as st
 from tests.support.kernels import kernel_fixture, outcome, pure_and_compiled
 
 packed_impl = kernel_fixture("streamkeep.engine.model", "packed_columns")
+SEED = bytes(range(16))  # a bucket table's placement seed
 
 
 def _pack(columns: list[list[bytes]], wide: bool = False) -> bytes:
@@ -132,7 +136,8 @@ def test_a_malformed_pack_is_a_value_error(packed_impl: ModuleType, name: str) -
              (packed_impl.pack_item, (blob, ncols, 0, 0)),
              (packed_impl.pack_get, (blob, ncols, b"a", 0)),
              (packed_impl.pack_strings, (blob, ncols)),
-             (packed_impl.pack_split, (blob, ncols, 1, 0))]
+             (packed_impl.pack_split, (blob, ncols, SEED, 1, 0)),
+             (packed_impl.pack_placed, (blob, ncols, SEED, 1, 0, 0))]
     for function, args in calls:
         with pytest.raises(ValueError):
             function(*args)
@@ -147,7 +152,8 @@ def _calls(blob: bytes, ncols: int, needle: bytes, col: int, i: int) -> list[tup
     return [("pack_count", (blob, ncols)), ("pack_index", (blob, ncols, needle)),
             ("pack_offset", (blob, ncols, col, i)), ("pack_item", (blob, ncols, col, i)),
             ("pack_get", (blob, ncols, needle, col)), ("pack_strings", (blob, ncols)),
-            ("pack_put", (blob, ncols, needle, b"v")), ("pack_split", (blob, ncols, 3, i & 3)),
+            ("pack_put", (blob, ncols, needle, b"v")), ("pack_split", (blob, ncols, SEED, 3, i & 3)),
+            ("pack_placed", (blob, ncols, SEED, 4, i & 3, i & 7)),
             ("pack_delete", (blob, ncols, needle)), ("pack_add", (blob, ncols, needle))]
 
 
@@ -237,10 +243,11 @@ def test_split_parts_rows_by_their_hash(packed_impl: ModuleType, keys: list[byte
     mask = (1 << bits) - 1
     keep = random.Random(len(keys)).randint(0, mask)
     columns = [keys] + [[k[::-1] + b"v" for k in keys]] * (ncols - 1)
-    kept, moved = packed_impl.pack_split(_pack(columns, wide=len(keys) > 30), ncols, mask, keep)
+    kept, moved = packed_impl.pack_split(_pack(columns, wide=len(keys) > 30), ncols, SEED, mask,
+                                         keep)
     rows = list(zip(*columns, strict=True)) if keys else []
-    left = [r for r in rows if hash(r[0]) & mask == keep]
-    right = [r for r in rows if hash(r[0]) & mask != keep]
+    left = [r for r in rows if packed_impl.key_hash(r[0], SEED) & mask == keep]
+    right = [r for r in rows if packed_impl.key_hash(r[0], SEED) & mask != keep]
     for part, got in ((left, kept), (right, moved)):
         want = [list(c) for c in zip(*part, strict=True)] if part else [[] for _ in range(ncols)]
         assert got == _canonical(want)
@@ -263,3 +270,55 @@ def test_delete_takes_a_row_out(packed_impl: ModuleType, data: st.DataObject, nc
     wide = any(len(s) >= 255 for c in rest for s in c) or len(rest[0]) >= 255
     assert new == _pack(rest, wide)
     assert packed_impl.pack_delete(new, ncols, keys[i]) is None
+
+
+def test_key_hash_is_siphash_1_3() -> None:
+    """Under the all-zero key, the keyed hash is CPython's own hash() of bytes with
+    PYTHONHASHSEED=0 (SipHash-1-3, that key): an outside yardstick for both twins."""
+    samples = [bytes(range(n)) for n in range(1, 40)] + [b"field:%010d" % i for i in range(50)]
+    code = ("import sys\nfor line in sys.stdin.read().split():\n"
+            "    print(hash(bytes.fromhex(line)) & (2**64 - 1))")
+    out = subprocess.run([sys.executable, "-c", code], input=" ".join(s.hex() for s in samples),
+                         capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONHASHSEED": "0"}).stdout.split()
+    pure, compiled = pure_and_compiled("streamkeep.engine.model", "packed_columns")
+    for impl in (pure, compiled):
+        assert [impl.key_hash(s, bytes(16)) for s in samples] == [int(x) for x in out]
+
+
+def test_twins_agree_on_the_keyed_hash() -> None:
+    pure, compiled = pure_and_compiled("streamkeep.engine.model", "packed_columns")
+    rng = random.Random(7)
+    for _ in range(2000):
+        key, seed = rng.randbytes(rng.randint(0, 40)), rng.randbytes(16)
+        size = 1 << rng.randint(0, 12)
+        split = rng.randrange(size)
+        assert pure.key_hash(key, seed) == compiled.key_hash(key, seed)
+        assert pure.bucket_of(key, seed, size, split) == \
+            compiled.bucket_of(key, seed, size, split)
+    for impl in (pure, compiled):
+        for bad in (b"short", "not bytes" * 2, bytes(17)):
+            with pytest.raises(ValueError):
+                impl.key_hash(b"k", bad)
+
+
+def test_placed_counts_a_bucket_and_refuses_a_key_elsewhere_or_twice(
+        packed_impl: ModuleType) -> None:
+    size, split = 8, 3
+    keys = [b"k%d" % i for i in range(400)]
+    buckets: dict[int, list[bytes]] = {}
+    for key in keys:
+        buckets.setdefault(packed_impl.bucket_of(key, SEED, size, split), []).append(key)
+    for index, members in buckets.items():
+        for ncols in (1, 2):
+            columns = [members] + [[b"v"] * len(members)] * (ncols - 1)
+            blob = _pack(columns, wide=len(members) >= 255)
+            assert packed_impl.pack_placed(blob, ncols, SEED, size, split, index) == len(members)
+            with pytest.raises(ValueError, match="another bucket"):
+                packed_impl.pack_placed(blob, ncols, SEED, size, split, (index + 1) % 11)
+        with pytest.raises(ValueError, match="twice"):
+            packed_impl.pack_placed(_pack([members[:3] + members[:1]]), 1, SEED, size, split,
+                                    index)
+    crowded = keys[:100] + keys[:1]  # past the count compared pairwise: found by a set
+    with pytest.raises(ValueError, match="twice"):
+        packed_impl.pack_placed(_pack([crowded]), 1, SEED, 1, 0, 0)

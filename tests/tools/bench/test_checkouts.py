@@ -26,7 +26,8 @@ from streamkeep.tools.bench.workload import Measurement, Size
 
 REPEAT = 3
 
-STDLIB = {"__future__", "gc", "itertools", "json", "random", "sys", "time", "collections.abc", "typing"}
+STDLIB = {"__future__", "gc", "itertools", "json", "random", "resource", "sys", "time",
+          "collections.abc", "typing"}
 
 
 def _checkout(tmp_path: Path) -> Path:
@@ -181,6 +182,13 @@ def test_the_catchup_reads_what_it_was_asked_for(tmp_path: Path) -> None:
     assert got["ops"] == 2_000 and "seconds" in got
     batch = checkouts.child(sys.executable, "queue_batch", 1_000, str(tmp_path / "q"))
     assert batch["ops"] == 1_000
+
+
+def test_the_big_hash_is_built_then_loaded_whole(tmp_path: Path) -> None:
+    path = str(tmp_path / "data")
+    checkouts.child(sys.executable, "build_hash", 12_000, path)
+    got = checkouts.child(sys.executable, "hash_load", 12_000, path)
+    assert got["ops"] == 12_000 and got["seconds"] > 0 and got["peak_rss_mb"] > 0
 
 
 def test_the_row_and_its_figures_are_registered() -> None:

@@ -362,13 +362,16 @@ NODES = Section("nodes", (
     checkouts.row("import_rdb", "streamkeep import of a redis-server dump.rdb, entries (process "
                                 "timed whole): this checkout (vs --before)",
                   checkouts.import_rdb, "before"),
+    checkouts.row("hash_load", "Engine.open of a data dir holding one big hash, to its first "
+                               "HGET, fields: this checkout (vs --before)", checkouts.hash_load,
+                  "before", ("peak_rss_mb", "peak RSS")),
     Benchmark("footprint", "sensor entries built live, then restarted (RSS): XADD",
               checkouts.footprint),
 ), sizes=(
     ("other checkouts", lambda env: ", ".join(
         f"{label} {path}" for label, path in env.others.items()) or "none given"),
     ("range rows' entries", lambda env: int(env.n * checkouts.RANGE_PER_N)),
-    ("snapshot rows' entries", checkouts.SNAPSHOT_ENTRIES),
+    ("snapshot rows' entries (the big hash's fields)", checkouts.SNAPSHOT_ENTRIES),
     ("import entries", interop.IMPORT_ENTRIES)), figures=(
     *(extra(f"{label}: this / base, worst run", name, "ratio_min", target=target)
       for name, label, target in NODES_EMBEDDED),
@@ -378,6 +381,10 @@ NODES = Section("nodes", (
             "ratio_min") for name, label, _target in NODES_SERVED),
     *(extra(f"{label}: this / before, worst run", name, "ratio_min", target=target)
       for name, label, target in NODES_BEFORE),
+    extra("big hash load: this / before, worst run", "hash_load", "ratio_min"),
+    extra("big hash load: peak RSS, before / this, worst run", "hash_load",
+          "peak_rss_mb_ratio_min"),
+    extra("big hash load: peak RSS, this checkout", "hash_load", "peak_rss_mb", "MB"),
     extra("cold node read, this checkout", "cold_read", "us_per_read", "us"),
     *(extra(f"footprint: RSS {what}", "footprint", name, "MB")
       for what, name in (("built live", "live_mb"), ("after a snapshot load", "load_mb"),
