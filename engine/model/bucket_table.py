@@ -50,6 +50,7 @@ from streamkeep.engine.model.packed_columns import (
 LOAD: Final = 6  # a table's average records per bucket before it splits one
 SAMPLE_CAP: Final = 2 * LOAD  # random picks: a table's first slots per bucket
 EMPTY: Final = b"\x01\x00"  # the empty pack
+PLACEMENT_BYTES: Final = 24  # a table's placement as bytes: its seed, size and split
 _LONG: Final = 255  # a count or length from which a pack's lengths take 4 bytes
 _LEN: Final = tuple(bytes((i,)) for i in range(_LONG))
 _BIG_ENDIAN: Final = sys.byteorder == "big"
@@ -202,6 +203,18 @@ class BucketTable:
         while self.count > LOAD * len(self.buckets):
             self._split_one()
 
+    def placement(self) -> bytes:
+        """Where the table puts a key, as `PLACEMENT_BYTES` bytes: its seed, then its size and
+        split (4 bytes each, little-endian): with the buckets, what `adopt_placed` takes."""
+        return self.seed + self.size.to_bytes(4, "little") + self.split.to_bytes(4, "little")
+
+    def adopt_placed(self, placement: bytes, buckets: list[bytes]) -> None:
+        """`adopt` of buckets stored with their table's `placement()` bytes."""
+        if len(placement) != PLACEMENT_BYTES:
+            raise ValueError("a table's placement is 24 bytes")
+        self.adopt(placement[:SEED_BYTES], int.from_bytes(placement[16:20], "little"),
+                   int.from_bytes(placement[20:24], "little"), buckets)
+
     def adopt(self, seed: bytes, size: int, split: int, buckets: list[bytes]) -> None:
         """Make this empty table hold `buckets` (a snapshot's: packs of `ncols`-string records
         placed under `seed` in a table of `size` buckets, `split` of them split), each checked
@@ -255,4 +268,4 @@ class BucketTable:
         return twin
 
 
-__all__ = ["EMPTY", "LOAD", "SAMPLE_CAP", "BucketTable", "build_pack"]
+__all__ = ["EMPTY", "LOAD", "PLACEMENT_BYTES", "SAMPLE_CAP", "BucketTable", "build_pack"]

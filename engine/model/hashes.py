@@ -50,7 +50,7 @@ from fractions import Fraction
 from itertools import islice
 from typing import Any, ClassVar, Final
 
-from streamkeep.engine.model.bucket_table import EMPTY, BucketTable, build_pack
+from streamkeep.engine.model.bucket_table import EMPTY, PLACEMENT_BYTES, BucketTable, build_pack
 from streamkeep.engine.model.limits import Limits, Setting
 from streamkeep.engine.model.listpack import as_int, int_size, str_size
 from streamkeep.engine.model.packed_columns import (
@@ -79,7 +79,8 @@ _PACK_DELETE: Final = pack_delete
 FORMAT_VERSION: Final = 1  # to_bytes's first byte
 _KIND_LISTPACK: Final = 0
 _KIND_LISTPACKEX: Final = 1
-_KIND_HASHTABLE: Final = 2
+_KIND_HASHTABLE: Final = 2  # (records written before placements were: read only)
+_KIND_PLACED: Final = 3  # a hashtable with its table's placement
 _KIND_NAMES: Final = ("listpack", "listpackex", "hashtable")
 
 _I64_MIN: Final = -(1 << 63)
@@ -788,11 +789,15 @@ class Hash:
         return size
 
     def to_bytes(self) -> bytes:
-        """Version byte, encoding byte, the number of packs (4 bytes), each pack's length (4
-        bytes) and bytes (the pairs, in the encoding's order: a listpack is one pack, a
-        hashtable its buckets), then the TTLs: their count (4 bytes), each field's length (4
-        bytes), the field and its time (8 bytes, signed). Integers little-endian."""
+        """Version byte, encoding byte, for a hashtable its table's placement (24 bytes:
+        BucketTable.placement), the number of packs (4 bytes), each pack's length (4 bytes)
+        and bytes (the pairs, in the encoding's order: a listpack is one pack, a hashtable its
+        buckets, every one, which a load adopts as they are), then the TTLs: their count (4
+        bytes), each field's length (4 bytes), the field and its time (8 bytes, signed).
+        Integers little-endian. (Encoding byte 2, a hashtable's non-empty buckets with no
+        placement, is what records held before: read, and its pairs placed again.)"""
         d = self._data
+        placement = b""
         if type(d) is bytes:
             head, packs, ttls = _KIND_LISTPACK, [d], []
         elif isinstance(d, _ListpackEx):
@@ -800,9 +805,9 @@ class Hash:
             ttls = [(f, d.ttl[f]) for f in d.ordered_ttl_fields()]
         else:
             assert isinstance(d, PairTable)
-            head, packs = _KIND_HASHTABLE, [b for b in d.buckets if len(b) > 2]
+            head, packs, placement = _KIND_PLACED, d.buckets, d.placement()
             ttls = list(d.ttl.items()) if d.ttl is not None else []
-        parts = [bytes((FORMAT_VERSION, head)), len(packs).to_bytes(4, "little")]
+        parts = [bytes((FORMAT_VERSION, head)), placement, len(packs).to_bytes(4, "little")]
         for p in packs:
             parts.append(len(p).to_bytes(4, "little"))
             parts.append(p)
@@ -818,14 +823,18 @@ class Hash:
         """The hash `to_bytes` wrote, in the encoding it had; a small form that the current
         limits no longer allow converts, as Redis's load converts it. Raises ValueError on
         bytes that are not such a record."""
-        if len(data) < 6 or data[0] != FORMAT_VERSION or data[1] > _KIND_HASHTABLE:
+        if len(data) < 6 or data[0] != FORMAT_VERSION or data[1] > _KIND_PLACED:
             raise ValueError("not a hash record")
         kind = data[1]
+        at = 2 + PLACEMENT_BYTES if kind == _KIND_PLACED else 2  # (the number of packs)
         packs: list[bytes] = []
         ttls: list[tuple[bytes, int]] = []
+        pos = at + 4
+        count = int.from_bytes(data[at:pos], "little")
+        if 4 * count > len(data) - pos:  # (each pack's length takes 4 bytes)
+            raise ValueError("truncated hash record")
         try:
-            pos = 6
-            for _ in range(int.from_bytes(data[2:6], "little")):
+            for _ in range(count):
                 size = int.from_bytes(data[pos:pos + 4], "little")
                 packs.append(data[pos + 4:pos + 4 + size])
                 pos += 4 + size
@@ -837,13 +846,19 @@ class Hash:
                 pos += 4 + size
                 ttls.append((field, int.from_bytes(data[pos:pos + 8], "little", signed=True)))
                 pos += 8
-            pairs = [pair for p in packs for pair in _pairs(p)]
+            pairs = [] if kind == _KIND_PLACED else [pair for p in packs for pair in _pairs(p)]
         except (IndexError, ValueError):
             raise ValueError("truncated hash record") from None
         if pos != len(data):
             raise ValueError("hash record has trailing or missing bytes")
         h = cls(limits)
-        if kind == _KIND_HASHTABLE or len(pairs) > h._lim.max_listpack_entries or not all(
+        if kind == _KIND_PLACED:
+            table = PairTable(0)
+            table.adopt_placed(data[2:at], packs)
+            for f, w in ttls:
+                table.set_ttl(f, w)
+            h._data = table
+        elif kind == _KIND_HASHTABLE or len(pairs) > h._lim.max_listpack_entries or not all(
                 h._fits(f, v) for f, v in pairs):
             table = PairTable(len(pairs))
             table.load(pairs)

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import ClassVar, Final
 
-from streamkeep.engine.model.bucket_table import EMPTY, BucketTable, build_pack
+from streamkeep.engine.model.bucket_table import EMPTY, PLACEMENT_BYTES, BucketTable, build_pack
 from streamkeep.engine.model.limits import Limits, Setting
 from streamkeep.engine.model.listpack import as_int, str_size
 from streamkeep.engine.model.packed_columns import (
@@ -50,7 +50,8 @@ from streamkeep.engine.model.redis_alloc import jemalloc_size, sds_alloc
 FORMAT_VERSION: Final = 1  # to_bytes's first byte
 _KIND_INTSET: Final = 0
 _KIND_LISTPACK: Final = 1
-_KIND_HASHTABLE: Final = 2
+_KIND_HASHTABLE: Final = 2  # (records written before placements were: read only)
+_KIND_PLACED: Final = 3  # a hashtable with its table's placement
 
 _EMPTY: Final = EMPTY
 _INTSET_HARD_MAX: Final = 1 << 30  # Redis caps an intset there whatever the setting
@@ -551,18 +552,23 @@ class RSet:
     def to_bytes(self) -> bytes:
         """Version byte, encoding byte, then: an intset's count (4 bytes) and values (8 bytes
         each, signed); a listpack's or hashtable's number of packs (4 bytes) and each pack's
-        length (4 bytes) and bytes (width byte, count, lengths, members). Little-endian."""
+        length (4 bytes) and bytes (width byte, count, lengths, members), a hashtable's packs
+        its buckets, every one, after its table's placement (24 bytes:
+        BucketTable.placement), so that a load adopts them as they are. Little-endian.
+        (Encoding byte 2, a hashtable's non-empty buckets with no placement, is what records
+        held before: read, and its members placed again.)"""
         d = self._data
         if isinstance(d, array):
             return b"".join((bytes((FORMAT_VERSION, _KIND_INTSET)),
                              len(d).to_bytes(4, "little"),
                              b"".join(v.to_bytes(8, "little", signed=True) for v in d)))
+        placement = b""
         if type(d) is bytes:
             kind, packs = _KIND_LISTPACK, [d]
         else:
             assert isinstance(d, BucketTable)
-            kind, packs = _KIND_HASHTABLE, [b for b in d.buckets if len(b) > 2]
-        parts = [bytes((FORMAT_VERSION, kind)), len(packs).to_bytes(4, "little")]
+            kind, packs, placement = _KIND_PLACED, d.buckets, d.placement()
+        parts = [bytes((FORMAT_VERSION, kind)), placement, len(packs).to_bytes(4, "little")]
         for p in packs:
             parts.append(len(p).to_bytes(4, "little"))
             parts.append(p)
@@ -573,10 +579,11 @@ class RSet:
         """The set `to_bytes` wrote, in the encoding it had; a small form the current limits
         no longer allow converts, as Redis's load converts it. Raises ValueError on bytes
         that are not such a record."""
-        if len(data) < 6 or data[0] != FORMAT_VERSION or data[1] > _KIND_HASHTABLE:
+        if len(data) < 6 or data[0] != FORMAT_VERSION or data[1] > _KIND_PLACED:
             raise ValueError("not a set record")
         kind = data[1]
-        n = int.from_bytes(data[2:6], "little")
+        at = 2 + PLACEMENT_BYTES if kind == _KIND_PLACED else 2  # (the number of packs)
+        n = int.from_bytes(data[at:at + 4], "little")
         s = cls(limits)
         lim = s._lim
         if kind == _KIND_INTSET:
@@ -589,18 +596,24 @@ class RSet:
                 s._to_table()
             return s
         packs: list[bytes] = []
-        pos = 6
+        pos = at + 4
+        if 4 * n > len(data) - pos:  # (each pack's length takes 4 bytes)
+            raise ValueError("truncated set record")
         try:
             for _ in range(n):
                 size = int.from_bytes(data[pos:pos + 4], "little")
                 packs.append(data[pos + 4:pos + 4 + size])
                 pos += 4 + size
-            members = [m for p in packs for m in _members(p)]
+            members = [] if kind == _KIND_PLACED else [m for p in packs for m in _members(p)]
         except (IndexError, ValueError):
             raise ValueError("truncated set record") from None
         if pos != len(data):
             raise ValueError("set record has trailing or missing bytes")
-        if (kind == _KIND_HASHTABLE or len(members) > lim.max_listpack_entries
+        if kind == _KIND_PLACED:
+            table = BucketTable(1, 0)
+            table.adopt_placed(data[2:at], packs)
+            s._data = table
+        elif (kind == _KIND_HASHTABLE or len(members) > lim.max_listpack_entries
                 or any(len(m) > lim.max_listpack_value for m in members)):
             table = BucketTable(1, len(members))
             table.load(members)

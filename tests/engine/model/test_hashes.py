@@ -456,3 +456,48 @@ def test_order_encoding_and_arithmetic_match_redis_server(redis_client):
         ours = h.incr_by_float(b"f", increment)
         assert redis_client.hincrbyfloat(b"float", b"f", step) == float(ours)
         assert redis_client.hget(b"float", b"f") == ours
+
+
+def _old_record(h: Hash) -> bytes:
+    """The record a hashtable had before placements were stored: its non-empty buckets."""
+    table = h.table()
+    assert table is not None
+    packs = [b for b in table.buckets if len(b) > 2]
+    ttls = h.fields_with_expiry()
+    return b"".join([b"\x01\x02", len(packs).to_bytes(4, "little"),
+                     *(len(p).to_bytes(4, "little") + p for p in packs),
+                     len(ttls).to_bytes(4, "little"),
+                     *(len(f).to_bytes(4, "little") + f + w.to_bytes(8, "little", signed=True)
+                       for f, w in ttls)])
+
+
+def test_a_hashtable_record_keeps_its_buckets_as_they_are():
+    """The record holds the table's placement and every bucket: the hash read back adopts
+    them (the same seed, the same buckets) and grows as the original does; the record of
+    before (no placement) still loads, its pairs placed again; a bucket that does not fit the
+    placement, or a count of packs past the record's bytes, is refused."""
+    h = filled(3000)
+    h.set_field_expiry(b"f3", 1234)
+    back = Hash.from_bytes(h.to_bytes())
+    table, twin = h.table(), back.table()
+    assert table is not None and twin is not None
+    assert (twin.seed, twin.size, twin.split, twin.buckets) == (
+        table.seed, table.size, table.split, table.buckets)
+    assert back.fields_with_expiry() == h.fields_with_expiry()
+    for x in (h, back):
+        x.set_many([(b"g%d" % i, b"w") for i in range(2000)])
+    assert twin.buckets == table.buckets
+    old = Hash.from_bytes(_old_record(h))
+    assert sorted(old.items()) == sorted(h.items())
+    assert old.fields_with_expiry() == h.fields_with_expiry()
+    swapped = list(table.buckets)
+    at = next(i for i in range(len(swapped) - 1) if swapped[i] != swapped[i + 1])
+    swapped[at], swapped[at + 1] = swapped[at + 1], swapped[at]
+    other = Hash.from_table(table.copy())
+    other_table = other.table()
+    assert other_table is not None
+    other_table.buckets = swapped
+    with pytest.raises(ValueError, match="another bucket"):
+        Hash.from_bytes(other.to_bytes())
+    with pytest.raises(ValueError, match="truncated"):
+        Hash.from_bytes(b"\x01\x03" + bytes(24) + b"\xff\xff\xff\xff")

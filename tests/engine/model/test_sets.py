@@ -361,3 +361,27 @@ def test_intset_order_and_threshold_match_redis_server(redis_client):
         ours = built(members)
         redis_client.sadd(key, *members)
         assert redis_client.memory_usage(key, samples=0) - 8 - 24 == ours.memory_usage(0)
+
+
+def test_a_hashtable_record_keeps_its_buckets_as_they_are():
+    """As a hash's (tests/engine/model/test_hashes.py): the placement and every bucket kept,
+    the record of before still read, a bucket out of place refused."""
+    s = built(strs(3000))
+    back = RSet.from_bytes(s.to_bytes())
+    table, twin = s.table(), back.table()
+    assert table is not None and twin is not None
+    assert (twin.seed, twin.size, twin.split, twin.buckets) == (
+        table.seed, table.size, table.split, table.buckets)
+    packs = [b for b in table.buckets if len(b) > 2]
+    old = b"".join([b"\x01\x02", len(packs).to_bytes(4, "little"),
+                    *(len(p).to_bytes(4, "little") + p for p in packs)])
+    assert sorted(RSet.from_bytes(old).members()) == sorted(s.members())
+    swapped = list(table.buckets)
+    at = next(i for i in range(len(swapped) - 1) if swapped[i] != swapped[i + 1])
+    swapped[at], swapped[at + 1] = swapped[at + 1], swapped[at]
+    record = b"".join([b"\x01\x03", table.placement(), len(swapped).to_bytes(4, "little"),
+                       *(len(p).to_bytes(4, "little") + p for p in swapped)])
+    with pytest.raises(ValueError, match="another bucket"):
+        RSet.from_bytes(record)
+    with pytest.raises(ValueError, match="truncated"):
+        RSet.from_bytes(b"\x01\x03" + bytes(24) + b"\xff\xff\xff\xff")
