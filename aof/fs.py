@@ -15,6 +15,7 @@ Must not touch: record formats, the manifest, engine state.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import mmap
@@ -370,6 +371,71 @@ def file_identity(path: str) -> tuple[int, int]:
     """(device, inode) of the file at `path`: what names its mappings even once it is unlinked."""
     st = os.stat(path)
     return st.st_dev, st.st_ino
+
+
+def open_identified(path: str, identity: tuple[int, int]) -> int | None:
+    """A read-only descriptor of the file at `path` if it is still the file `identity` names
+    (file_identity), else None (gone, or replaced): for preads of a file another handle
+    (an LMDB map) has open, which may be unlinked later."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != identity:
+        os.close(fd)
+        return None
+    return fd
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def resident_file_bytes() -> int:
+    """This process's resident file-backed (and shared) bytes: /proc/self/statm's third
+    field; 0 where there is none (not Linux)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[2]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+class _Buffer(ctypes.Structure):
+    """CPython's Py_buffer, as far as `buffer_address` reads it."""
+
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int),
+                ("ndim", ctypes.c_int), ("format", ctypes.c_char_p),
+                ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
+
+
+_GET_BUFFER = ctypes.pythonapi.PyObject_GetBuffer
+_GET_BUFFER.argtypes = [ctypes.py_object, ctypes.POINTER(_Buffer), ctypes.c_int]
+_GET_BUFFER.restype = ctypes.c_int
+_RELEASE_BUFFER = ctypes.pythonapi.PyBuffer_Release
+_RELEASE_BUFFER.argtypes = [ctypes.POINTER(_Buffer)]
+_RELEASE_BUFFER.restype = None
+
+
+def buffer_address(view: memoryview) -> int:
+    """Where a buffer's bytes are in this process's memory (-1: it has none): with
+    `map_start`, where a view into a file's map is in the file."""
+    buf = _Buffer()
+    if _GET_BUFFER(view, ctypes.byref(buf), 0) != 0:
+        return -1
+    try:
+        return buf.buf or -1
+    finally:
+        _RELEASE_BUFFER(ctypes.byref(buf))
+
+
+def map_start(identity: tuple[int, int]) -> int:
+    """Where this process maps the file `identity` names (its offset 0), -1 where that
+    cannot be told."""
+    ranges = mapped_ranges_of([identity])
+    return min(low for low, _high in ranges) if ranges else -1
 
 
 def mapped_ranges(path: str, identity: tuple[int, int] | None = None) -> list[tuple[int, int]]:

@@ -7,9 +7,14 @@ For a big value kept as nodes (engine.model.residency.ValueNodes: a long list's)
 the snapshot's index of the value's nodes (`node_index`: the listnodes rows, snapshot.layout)
 and reads a cold value node back from its chunk (`value_node`: the chunk's checksum, then the
 node's hash and length against its placeholder's; the last chunk read is kept unpacked, so a
-scan reads each chunk once). The file stays open (and readable after a newer compaction
-unlinks it) until no stream or cold value node refers to the store any more (it is closed when
-the next store opens). Must not touch: the engine's structures (it returns plain lists, and
+scan reads each chunk once). For a big hash or set it reads the index of its bucket table's
+runs (`table_runs`: the tableruns rows, and where each run's chunk is in its file, found from
+the B-tree alone) and a cold run's packs back from its chunk (`table_run`: read with pread at
+that place, so random lookups map no page of the file; checked: the stored value's checksum,
+then the run's place, hash and length; the last few runs read are kept, so a scan or a burst
+of lookups near each other reads each chunk once). The file stays open (and readable after a
+newer compaction unlinks it: the map, and a descriptor for the preads) until no stream or
+cold value node refers to the store any more (it is closed when the next store opens). Must not touch: the engine's structures (it returns plain lists, and
 the residency's immutable value node placeholders), the manifest, any one type.
 """
 
@@ -17,18 +22,27 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import weakref
 
 import msgpack
 
-from streamkeep.aof.fs import mapped_ranges_of
+from streamkeep.aof.fs import mapped_ranges_of, open_identified, resident_file_bytes
 from streamkeep.engine.model.ids import format_id
-from streamkeep.engine.model.residency import ColdValueNode, NodeIndex, value_node_hash
+from streamkeep.engine.model.residency import (
+    ColdRun,
+    ColdValueNode,
+    NodeIndex,
+    TableIndex,
+    run_hash,
+    value_node_hash,
+)
 from streamkeep.engine.model.value_types import BY_NAME
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
-from streamkeep.snapshot.reader import Snapshot, SnapshotError
-from streamkeep.snapshot.value_formats import node_chunk_blobs
+from streamkeep.snapshot.layout import TableRunRow
+from streamkeep.snapshot.reader import KeyInfo, Snapshot, SnapshotError
+from streamkeep.snapshot.value_formats import TableChunk, node_chunk_blobs, table_chunk
 
 # Snapshots whose last store went away. A store is often freed by the cyclic garbage collector
 # (streams and their homes refer to each other), which may run anywhere, even inside the
@@ -47,6 +61,13 @@ def _close_unused() -> None:
 # backlog would so grow the RSS by the backlog's size, so after every RELEASE_BYTES of nodes
 # read the pages are dropped from the map (madvise MADV_DONTNEED: they stay in the page cache).
 RELEASE_BYTES = 16 << 20
+RUNS_KEPT = 4  # table runs kept unpacked after their read (a few times 16 KiB)
+# Random small reads through the map (a cold table run whose place in the file is not known)
+# map far more than they read: the B-tree's pages on the way and, around each fault, the cached
+# pages the kernel maps with it (a whole folio). So every RANDOM_CHECK of them the process's
+# file-backed RSS is measured, and the pages are released once it grew by RELEASE_BYTES since
+# the last release.
+RANDOM_CHECK = 16
 _MADV_DONTNEED = 4
 
 
@@ -55,6 +76,26 @@ def _release(ranges: list[tuple[int, int]]) -> None:
         madvise = ctypes.CDLL(None, use_errno=True).madvise
         for low, high in ranges:
             madvise(ctypes.c_void_p(low), ctypes.c_size_t(high - low), _MADV_DONTNEED)
+
+
+def _open_files(snaps: tuple[Snapshot, ...]) -> dict[int, int]:
+    """A read-only descriptor of each file, by id of its Snapshot, that is still the file the
+    snapshot mapped; a file that cannot be opened is left out (its chunks are read through
+    the map)."""
+    fds: dict[int, int] = {}
+    for snap in snaps:
+        files = snap.files()
+        fd = open_identified(snap.path, files[0][0]) if files else None
+        if fd is not None:
+            fds[id(snap)] = fd
+    return fds
+
+
+def _close_files(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    fds.clear()
 
 
 class SnapshotNodes:
@@ -68,6 +109,8 @@ class SnapshotNodes:
         self.snapshot = Snapshot(path, part_suffix=part_suffix)
         weakref.finalize(self, _unused.append, self.snapshot)
         self.read_bytes = 0  # since the map's pages were last released
+        self.random_reads = 0  # random small reads since the file-backed RSS was measured
+        self.file_rss = resident_file_bytes()  # that RSS after the last release
         # The maps' address ranges, found when pages are first released (reading the process's
         # map list costs more than opening a small snapshot: a load that reads little never
         # pays it), by the identities of the file and its part files, taken when they were
@@ -79,11 +122,21 @@ class SnapshotNodes:
         self.size = sum(size for _identity, size in files)  # what a load reads at most
         # The last chunk of value nodes read: (part, number, chunk) and its nodes' bytes.
         self._chunk: tuple[tuple[int, int, int], list[bytes]] | None = None
+        # The last table runs read, by (part, number, chunk): their packs (oldest first).
+        self._runs: dict[tuple[int, int, int], list[bytes]] = {}
+        # The files (this one and its parts, by id) opened for `_chunk_bytes`'s preads (as the
+        # snapshot opened them: a compaction may unlink them).
+        self._fds = _open_files((self.snapshot, *self.snapshot.parts))
+        self._open = list(self._fds.values())  # (closed once: by close or the finalizer)
+        weakref.finalize(self, _close_files, self._open)
 
     def close(self) -> None:
         """The engine is closing: let go of the file now (its streams read nothing more)."""
         _close_unused()
         self._chunk = None
+        self._runs.clear()
+        _close_files(self._open)
+        self._fds = {}
         self.snapshot.close()
         self.ranges, self.identities = [], []
 
@@ -93,6 +146,7 @@ class SnapshotNodes:
         if self.ranges is None:
             self.ranges = mapped_ranges_of(self.identities)
         _release(self.ranges)
+        self.file_rss = resident_file_bytes()
 
     def _missing(self, number: int, master: int) -> StorageError:
         return StorageError(f"{self.path}: stream {number} has no node "
@@ -206,6 +260,105 @@ class SnapshotNodes:
                                f"length differs): the file is damaged")
         return bytearray(blob)
 
+    def _chunk_bytes(self, snap: Snapshot, run: ColdRun) -> bytes | None:
+        """A table run's chunk as stored: read from the file at the place its index row
+        records, so a random read maps no page of the file (through the map, each fault
+        maps the whole cached folio around it: up to megabytes of RSS a read); through the
+        map where the place is not known. (The caller checks the bytes' checksum, which
+        covers the chunk's key: bytes read from the wrong place fail it.)"""
+        fd = self._fds.get(id(snap))
+        if fd is not None and run.offset >= 0 and 0 < run.stored <= snap.size - run.offset:
+            with contextlib.suppress(OSError):
+                data = os.pread(fd, run.stored, run.offset)
+                if len(data) == run.stored:
+                    return data
+        view = snap.chunk_view(run.number, run.chunk)
+        return None if view is None else bytes(view)
+
+    def table_runs(self, db: int, key: bytes) -> TableIndex | None:
+        """The snapshot's index of the bucket table runs of the value under `key` of database
+        `db` (engine.model.residency.TableIndex). None when the snapshot holds no such value
+        there, or not every chunk of it has an index row (an older snapshot's). SnapshotError
+        for a damaged or inconsistent index."""
+        rows = self.snapshot.key_rows(db, key, key)
+        if not rows or rows[0].key != key:
+            return None
+        return self.table_index(rows[0])
+
+    def table_index(self, row: KeyInfo) -> TableIndex | None:
+        """`table_runs` of the value of a keys row."""
+        if row.chunked is None:
+            return None
+        key, db = row.key, row.db
+        runs: list[ColdRun] = []
+        first: TableRunRow | None = None
+        for part, number, chunk, found in self.snapshot.table_run_index(row):
+            if first is None:
+                first = found
+            at = runs[-1].first + runs[-1].buckets if runs else 0
+            if (found.seed, found.size, found.split) != (first.seed, first.size, first.split) \
+                    or found.first != at:
+                raise SnapshotError(f"{self.path}: table tableruns, key {key!r} (db {db}), "
+                                    f"chunk {chunk}: a run out of place (bucket {found.first}, "
+                                    f"{at} expected) or of another table's placement")
+            runs.append(ColdRun(self, part, number, chunk, found.first, found.buckets,
+                                found.elements, found.nbytes, found.hash, found.extras,
+                                found.offset, found.stored))
+        ref = row.chunked
+        if first is None or len(runs) != ref.chunks:
+            return None
+        end = runs[-1].first + runs[-1].buckets
+        packed = sum(run.size for run in runs)
+        if sum(run.elements for run in runs) != ref.elements or end != first.size + first.split:
+            raise SnapshotError(f"{self.path}: table tableruns, key {key!r} (db {db}): its "
+                                f"runs hold other than the {ref.elements} elements and "
+                                f"{first.size + first.split} buckets recorded")
+        if not 2 * end <= packed <= self.size:  # (a pack is 2 bytes at least, all in the files)
+            raise SnapshotError(f"{self.path}: table tableruns, key {key!r} (db {db}): "
+                                f"{end} buckets in {packed} bytes of packs, in {self.size} bytes "
+                                f"of files: the file is damaged")
+        return TableIndex(first.seed, first.size, first.split, runs)
+
+    def table_run(self, run: ColdRun) -> list[bytes]:
+        """A cold table run's packs (residency.TableRunStore.table_run): its chunk read (the
+        stored value's checksum checked), its place, length and hash checked against the
+        run's. SnapshotError, naming the file, the table and the chunk, for anything else."""
+        where = (run.part, run.number, run.chunk)
+        packs = self._runs.get(where)
+        if packs is None:
+            packs = self.table_run_chunk(run).packs
+        return packs
+
+    def table_run_chunk(self, run: ColdRun) -> TableChunk:
+        """A table run's whole chunk (its packs and what the type keeps beside them), read and
+        checked as `table_run` does."""
+        where = (run.part, run.number, run.chunk)
+        cache = self._runs
+        snap = self._chunk_file(run.part)
+        key = layout.chunk_key(run.number, run.chunk)
+        stored = self._chunk_bytes(snap, run)
+        if stored is None:
+            raise snap.damaged("chunks", key, "missing: a cold table run's chunk is not in the "
+                               "snapshot (the file does not match the value)")
+        body = layout.unseal("chunks", key, stored)
+        if body is None:
+            raise snap.damaged("chunks", key, "checksum mismatch: the stored value is damaged")
+        try:
+            chunk = table_chunk(body)
+        except (ValueError, TypeError, IndexError, msgpack.UnpackException) as err:
+            raise snap.damaged("chunks", key, f"undecodable value ({err})") from None
+        joined = b"".join(chunk.packs) if chunk is not None else b""
+        if chunk is None or chunk.first != run.first or len(chunk.packs) != run.buckets or \
+                len(joined) != run.size or run_hash([joined]) != run.hash:
+            raise snap.damaged("chunks", key, "not the table run recorded (place, length or "
+                               "hash differs): the file is damaged")
+        if run.offset < 0:  # (read through the map: its pages count)
+            self.count_random_read(len(body))
+        if len(cache) >= RUNS_KEPT:
+            del cache[next(iter(cache))]
+        cache[where] = chunk.packs
+        return chunk
+
     def count_read(self, size: int) -> None:
         """`size` more bytes of the file were read through the map: its pages are released
         once RELEASE_BYTES have been (finding the map reads the process's map list: a small
@@ -213,6 +366,18 @@ class SnapshotNodes:
         self.read_bytes += size
         if self.read_bytes > RELEASE_BYTES:
             self.release_pages()
+
+    def count_random_read(self, size: int) -> None:
+        """A random small read of `size` bytes (a cold table run's): counted as `count_read`
+        does, and every RANDOM_CHECK of them the pages are released if the file-backed RSS
+        grew by RELEASE_BYTES since the last release (what such reads map, measured)."""
+        self.random_reads += 1
+        if self.random_reads >= RANDOM_CHECK:
+            self.random_reads = 0
+            if resident_file_bytes() - self.file_rss > RELEASE_BYTES:
+                self.release_pages()
+                return
+        self.count_read(size)
 
 
 __all__ = ["SnapshotNodes"]

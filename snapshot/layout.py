@@ -69,6 +69,19 @@ A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). S
                snapshot by (engine.model.residency: a node the snapshot holds with exactly its
                bytes may go cold) without reading the chunks; absent in older snapshots (and
                for chunks they wrote: their lists' nodes stay resident)
+    tableruns  key: as in chunks          value: msgpack [seed, size, split, first bucket,
+               buckets, elements, bytes, hash, extras, offset, stored]: a chunk of a hash's
+               or set's buckets (a run of its bucket table's, snapshot.value_formats): the
+               table's placement, where the run starts and how many buckets, records and bytes
+               of packs it holds, the xxh3-128 hash of its packs joined, how many entries the
+               type keeps beside it (a hash's field TTLs), and where the chunk's stored value
+               is in the file and its length (-1, 0: not known), so that a cold run is read
+               with one pread, mapping no page (its checksum proves the place); in the same
+               file and under the same key as the chunk, written in a second transaction once
+               the chunks are (so their places are known, and the index's pages are
+               together). The index a `backlog-memory` budget finds a table's runs by (the runs
+               the snapshot holds as they are may go cold, and a restart under a budget reads
+               none); absent in older snapshots (their tables stay resident)
 
 Every integer in a key is big-endian, so LMDB's byte order is numeric order: one stream's nodes
 are contiguous and in ID order, and so are one group's PEL entries. An entry ID in a key or value
@@ -106,7 +119,7 @@ TABLES = ("meta", "streams", "nodes", "groups", "consumers", "pel")
 # part file (meta `role` "nodes") fills only nodes and nodeinfo (the other tables are empty).
 # Absent in older snapshots; a reader copes without them (nodeinfo: version 2's first files;
 # keys: before version 3).
-OPTIONAL_TABLES = ("nodeinfo", "keys", "runs", "chunks", "listnodes")
+OPTIONAL_TABLES = ("nodeinfo", "keys", "runs", "chunks", "listnodes", "tableruns")
 MAX_TABLES = 16  # the max_dbs to open a snapshot's LMDB environment with (room to grow)
 NODES_ROLE = "nodes"
 MAX_ID = (1 << 128) - 1
@@ -268,7 +281,7 @@ def describe_key(table: str, key: bytes, names: dict[int, str] | None = None) ->
             db, name = split_stream_key(key)
             what = "stream" if table == "streams" else "key"
             return f"{what} {name.decode(errors='backslashreplace')!r} (db {db})"
-        if table in ("chunks", "listnodes"):
+        if table in ("chunks", "listnodes", "tableruns"):
             number, index = split_chunk_key(key)
             return f"value #{number}, chunk {index}"
         number = number_of(key)
@@ -480,6 +493,50 @@ def split_chunk_key(raw: bytes) -> tuple[int, int]:
 
 
 LIST_NODE_HASH_BYTES = 16  # xxh3-128
+
+
+class TableRunRow(NamedTuple):
+    """A tableruns value (see the module docstring)."""
+
+    seed: bytes
+    size: int
+    split: int
+    first: int
+    buckets: int
+    elements: int
+    nbytes: int
+    hash: bytes
+    extras: int
+    offset: int = -1  # where the chunk's stored value is in the file (-1: not known)
+    stored: int = 0  # its length
+
+
+_TABLE_RUN_FIELDS = len(TableRunRow._fields)
+_NOT_A_TABLE_RUN = ("a tableruns value is [seed, size, split, first, buckets, elements, bytes, "
+                    "hash, extras, offset, stored]")
+
+
+def encode_table_run(run: TableRunRow) -> bytes:
+    return _packb(list(run))
+
+
+def decode_table_run(raw: bytes | memoryview) -> TableRunRow:
+    """A tableruns value (ValueError: not one). (A restart under a budget reads one a run:
+    checked field by field, no generator.)"""
+    doc = msgpack.unpackb(raw, raw=True, use_list=True)
+    if type(doc) is not list or len(doc) != _TABLE_RUN_FIELDS:
+        raise ValueError(_NOT_A_TABLE_RUN)
+    seed, size, split, first, buckets, elements, nbytes, digest, extras, offset, stored = doc
+    if type(seed) is not bytes or type(digest) is not bytes or \
+            len(digest) != LIST_NODE_HASH_BYTES or type(size) is not int or \
+            type(split) is not int or type(first) is not int or type(buckets) is not int or \
+            type(elements) is not int or type(nbytes) is not int or type(extras) is not int or \
+            type(offset) is not int or type(stored) is not int or \
+            min(size, split, first, elements, nbytes, extras, stored) < 0 or buckets < 1 or \
+            offset < -1:
+        raise ValueError(_NOT_A_TABLE_RUN)
+    return TableRunRow(seed, size, split, first, buckets, elements, nbytes, digest, extras,
+                       offset, stored)
 
 
 def encode_list_nodes(nodes: Iterable[tuple[bytes, int, int]]) -> bytes:

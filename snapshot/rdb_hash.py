@@ -34,7 +34,7 @@ Must not touch: the RDB container, files, sockets, the keyspace, the model
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, islice
 from typing import Any
 
@@ -69,6 +69,7 @@ from streamkeep.snapshot.value_formats import (
     scan_pages,
     table_chunk,
     table_chunks,
+    table_runs,
     unpack,
 )
 
@@ -265,7 +266,9 @@ def _chunks(value: Hash | PackedHash, cut: Cut) -> Iterator[Chunk]:
     expiry = h.field_expiry if h.has_field_expiry() else None
     table = h.table()
     if table is not None:  # the hashtable's buckets as they are, the TTLs of their fields
-        yield from table_chunks(table, cut, lambda packs: _bucket_ttls(packs, expiry))
+        by_bucket = _ttls_by_bucket(table)
+        yield from table_chunks(table, cut, lambda start, end: [
+            ttl for i in range(start, end) for ttl in by_bucket.get(i, ())] if by_bucket else [])
         return
     pairs = chain.from_iterable(scan_pages(h, cut.elements))
     while batch := list(islice(pairs, cut.elements)):
@@ -286,18 +289,12 @@ def _columns(body: Body) -> tuple[list[bytes], list[bytes], list[tuple[int, int]
     return fields, values, [(i, w) for i, w in ttls]
 
 
-def _bucket_ttls(packs: list[bytes], expiry: Callable[[bytes], int | None] | None
-                 ) -> list[list]:
-    """[field, ms] of each field of `packs` (a run of a hashtable's buckets) with a TTL."""
-    if expiry is None:
-        return []
-    out = []
-    for pack in packs:
-        strings = pack_strings(pack, 2)
-        for field in strings[:len(strings) >> 1]:
-            when = expiry(field)
-            if when is not None:
-                out.append([field, when])
+def _ttls_by_bucket(table: PairTable) -> dict[int, list[list]]:
+    """[field, ms] of each field with a TTL, by the bucket that holds it (one pass over the
+    TTLs: a table whose few fields have one is not read field by field)."""
+    out: dict[int, list[list]] = {}
+    for field, when in (table.ttl or {}).items():
+        out.setdefault(table.slot(field), []).append([field, when])
     return out
 
 
@@ -329,28 +326,36 @@ def _elements(body: Body, _at: int | None, _check: bool) -> list[tuple]:
 
 def _build(count: int, bodies: Iterable[Body], _indexed: bool, _on_nodes: OnNodes | None
            ) -> tuple[Hash, int]:
-    bodies = iter(bodies)
-    first = next(bodies, None)
-    run = None if first is None else table_chunk(first)
-    if run is None:
-        return _build_pairs(count, bodies if first is None else chain((first,), bodies))
+    runs, older = table_runs(bodies, "pairs")
+    if runs is None:
+        return _build_pairs(count, older)
     ttls: dict[bytes, int] = {}
 
-    def runs() -> Iterator[TableChunk]:
-        for chunk in chain((run,), map(table_chunk, bodies)):
-            if chunk is None:
-                raise ValueError("a hash's chunks mix a table's buckets and pairs")
+    def noted(chunks: Iterator[TableChunk]) -> Iterator[TableChunk]:
+        for chunk in chunks:
             ttls.update(_run_ttls(chunk))
             yield chunk
 
     table = PairTable(0)
-    adopt_table(table, runs())
+    adopt_table(table, noted(runs))
     value = Hash.from_table(table)
     if table.count <= value.limits.max_listpack_entries:  # (as HSET would hold so few)
         value = Hash.from_chunks(table.count, list(table.items()))
     for field, when in ttls.items():
         value.set_field_expiry(field, when)
     return value, table.count
+
+
+def _cold(seed: bytes, size: int, split: int, count: int, kept: list[TableChunk]
+          ) -> tuple[Hash, PairTable]:
+    """A hashtable hash whose buckets are all cold (ChunkCodec.cold): its fields' TTLs from
+    the runs that keep some (`kept`)."""
+    table = PairTable(0)
+    table.cold(seed, size, split, count)
+    for chunk in kept:
+        for field, when in _run_ttls(chunk).items():
+            table.set_ttl(field, when)
+    return Hash.from_table(table), table
 
 
 def _build_pairs(count: int, bodies: Iterable[Body]) -> tuple[Hash, int]:
@@ -382,7 +387,7 @@ def _length(value: Any) -> int:
 
 
 FORMATS: TypeFormats = TypeFormats(
-    "hash", "hashes", ChunkCodec(_chunks, _elements, _build, _length),
+    "hash", "hashes", ChunkCodec(_chunks, _elements, _build, _length, _cold),
     ValueTable("hash", "hash_fields", (Column("field", "binary"), Column("value", "binary"),
                                        Column("field_expire_ms", "expiry")), _rows))
 

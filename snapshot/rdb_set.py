@@ -60,6 +60,7 @@ from streamkeep.snapshot.value_formats import (
     scan_pages,
     table_chunk,
     table_chunks,
+    table_runs,
     unpack,
 )
 
@@ -169,7 +170,7 @@ def _members(body: Body) -> list[bytes]:
     return list(members)
 
 
-def _nothing(_packs: list[bytes]) -> list:
+def _nothing(_start: int, _end: int) -> list:
     return []
 
 
@@ -187,25 +188,24 @@ def _elements(body: Body, _at: int | None, _check: bool) -> list[tuple]:
 
 def _build(count: int, bodies: Iterable[Body], _indexed: bool, _on_nodes: OnNodes | None
            ) -> tuple[RSet, int]:
-    bodies = iter(bodies)
-    first = next(bodies, None)
-    run = None if first is None else table_chunk(first)
-    if run is None:
-        return _build_members(count, bodies if first is None else chain((first,), bodies))
-
-    def runs() -> Iterator[TableChunk]:
-        for chunk in chain((run,), map(table_chunk, bodies)):
-            if chunk is None:
-                raise ValueError("a set's chunks mix a table's buckets and members")
-            yield chunk
-
+    runs, older = table_runs(bodies, "members")
+    if runs is None:
+        return _build_members(count, older)
     table = BucketTable(1, 0)
-    adopt_table(table, runs())
+    adopt_table(table, runs)
     value = RSet.from_table(table)
     limits = value.limits
     if table.count <= max(limits.intset_max(), limits.max_listpack_entries):
         value = RSet.from_chunks(table.count, list(table.keys()))  # (as SADD would hold so few)
     return value, table.count
+
+
+def _cold(seed: bytes, size: int, split: int, count: int, _kept: list[TableChunk]
+          ) -> tuple[RSet, BucketTable]:
+    """A hashtable set whose buckets are all cold (ChunkCodec.cold)."""
+    table = BucketTable(1, 0)
+    table.cold(seed, size, split, count)
+    return RSet.from_table(table), table
 
 
 def _build_members(count: int, bodies: Iterable[Body]) -> tuple[RSet, int]:
@@ -226,7 +226,7 @@ def _rows(s: RSet) -> Iterator[tuple]:
 
 
 FORMATS: TypeFormats = TypeFormats(
-    "set", "sets", ChunkCodec(_chunks, _elements, _build, len),
+    "set", "sets", ChunkCodec(_chunks, _elements, _build, len, _cold),
     ValueTable("set", "set_members", (Column("member", "binary"),), _rows))
 
 __all__ = ["FORMATS", "LISTPACK_SET_VERSION", "SET_TYPES", "TYPE_SET", "TYPE_SET_INTSET",

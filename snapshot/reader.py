@@ -616,21 +616,33 @@ class Snapshot:
         in `parts`, -1 for this file; the value's number there; chunk index; each node's hash,
         bytes and elements), for the chunks that have a listnodes row (an older snapshot's
         chunks have none: skipped). Each row is checked as it is read."""
+        return self._chunk_index(row, "listnodes", layout.decode_list_nodes)
+
+    def table_run_index(self, row: KeyInfo
+                        ) -> Iterator[tuple[int, int, int, layout.TableRunRow]]:
+        """A chunked hash's or set's runs of buckets, chunk by chunk, following the row's
+        runs: (part index in `parts`, -1 for this file; the value's number there; chunk index;
+        its tableruns row), for the chunks that have one (an older snapshot's have none:
+        skipped). Each row is checked as it is read."""
+        return self._chunk_index(row, "tableruns", layout.decode_table_run)
+
+    def _chunk_index(self, row: KeyInfo, table: str, decode: Callable[[Any], T]
+                     ) -> Iterator[tuple[int, int, int, T]]:
         ref = row.chunked
         if ref is None:
             raise ValueError(f"key {row.key!r} of database {row.db} is not chunked")
         for run in ref.runs:
             part = self._run_file(row, run)
-            if "listnodes" not in part._tables:
+            if table not in part._tables:
                 continue
             end = run.first + run.chunks
-            for raw, stored in part._prefixed("listnodes", layout.number_prefix(run.number),
+            for raw, stored in part._prefixed(table, layout.number_prefix(run.number),
                                               start=layout.chunk_key(run.number, run.first)):
                 index = layout.split_chunk_key(raw)[1]
                 if index >= end:
                     break
-                nodes = part._decode("listnodes", raw, stored, layout.decode_list_nodes)
-                yield -1 if run.part is None else run.part, run.number, index, nodes
+                yield (-1 if run.part is None else run.part, run.number, index,
+                       part._decode(table, raw, stored, decode))
 
     def chunk_stored(self, number: int, index: int) -> bytes | None:
         """One chunk's value as stored, unchecked (None: no such chunk)."""
@@ -796,6 +808,39 @@ class Snapshot:
             self.end_reads()
             raise SnapshotError(f"{self.name}: table nodes: {err} (the file is damaged)") \
                 from None
+
+    def chunk_view(self, number: int, index: int) -> memoryview | None:
+        """One chunk's value as stored, unchecked, as a view into the file's map (None: no
+        such chunk), read in `node_view`'s transaction and under its terms. The view's pages
+        are not touched until it is read: a caller may read the bytes from the file instead,
+        at the view's offset in the map (snapshot.cold)."""
+        if "chunks" not in self._tables:
+            return None
+        txn = self._reads
+        try:
+            if txn is None:
+                txn = self._reads = self.env.begin(db=self._tables["nodes"], buffers=True)
+            return txn.get(layout.chunk_key(number, index),  # type: ignore[no-any-return]
+                           db=self._tables["chunks"])
+        except lmdb.Error as err:
+            self.end_reads()
+            raise SnapshotError(f"{self.name}: table chunks: {err} (the file is damaged)") \
+                from None
+
+    def chunk_views(self, number: int, first: int, end: int
+                    ) -> Iterator[tuple[int, memoryview]]:
+        """(chunk index, its stored value as a view into the file's map, unchecked) of the
+        value `number`'s chunks from `first` to before `end`, in order, those there. The
+        views' pages are not touched (only the B-tree's): a caller may note where each value
+        is in the file and read it from there later (snapshot.cold)."""
+        if "chunks" not in self._tables:
+            return
+        for key, view in self._prefixed("chunks", layout.number_prefix(number), buffers=True,
+                                        start=layout.chunk_key(number, first)):
+            index = layout.split_chunk_key(key)[1]
+            if index >= end:
+                return
+            yield index, view
 
     def end_reads(self) -> None:
         """End `node_view`'s transaction (a later read begins another), the parts' too."""

@@ -35,14 +35,16 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Any, Literal, NamedTuple
 
 import msgpack
 
 from streamkeep.engine.model import value_types
-from streamkeep.engine.model.bucket_table import BucketTable
+from streamkeep.engine.model.bucket_table import COLD, LOAD, BucketTable
 from streamkeep.engine.model.packed_columns import pack_count
+from streamkeep.engine.model.residency import run_hash
+from streamkeep.snapshot.layout import TableRunRow
 
 packb = msgpack.Packer(use_bin_type=True).pack
 
@@ -56,8 +58,10 @@ class Cut(NamedTuple):
 
 
 # One chunk as a codec cuts it: its body, its elements and, for a value kept as nodes, the
-# nodes it holds (the objects the value holds: their identities and hashes are kept), else None.
-Chunk = tuple[bytes, int, list[bytearray] | None]
+# nodes it holds (the objects the value holds: their identities and hashes are kept); for a
+# run of a bucket table's, its index row (the tableruns table); else None.
+Chunk = tuple[bytes, int, list[bytearray] | TableRunRow | None]
+TABLE_RUN_BYTES = 16 << 10  # about what a table's run holds: what a cold bucket's read reads
 # Told each chunk's nodes (the objects the value being built adopts) and elements.
 OnNodes = Callable[[list[bytearray], int], None]
 Body = bytes | memoryview
@@ -80,6 +84,11 @@ class ChunkCodec:
     # that records its first index must be where it is; OnNodes: told a noded value's chunks.
     build: Callable[[int, Iterable[Body], bool, OnNodes | None], tuple[Any, int]]
     length: Callable[[Any], int]  # a built value's elements
+    # A value whose bucket table is all cold (a lazy load's, `backlog-memory`), built from the
+    # table's placement (seed, size, split), its records and the chunks of its runs that keep
+    # something beside their buckets (their `extra`: a hash's TTLs); the value and its table.
+    # None: the type keeps no bucket table whose runs go cold.
+    cold: Callable[[bytes, int, int, int, list[TableChunk]], tuple[Any, BucketTable]] | None = None
 
 
 # binary: bytes; double: a float; expiry: an absolute Unix time in ms, or None for none; index:
@@ -206,31 +215,50 @@ class TableChunk(NamedTuple):
 
 
 _TABLE_FIELDS = len(TableChunk._fields)
+_IS_BYTES = bytes.__instancecheck__  # (mapped in C: a cold lookup checks a run's every pack)
 
 
-def table_chunks(table: BucketTable, cut: Cut, extra: Callable[[list[bytes]], list]
+def table_chunks(table: BucketTable, cut: Cut, extra: Callable[[int, int], list]
                  ) -> Iterator[Chunk]:
     """The chunks of a bucket table (a big hash's or set's, engine.model.bucket_table) as its
-    buckets are: runs of whole buckets, a chunk ending at the bucket that reaches the cut's
-    elements or bytes, each with the table's placement (its seed, size and split) and where
-    its run starts, so that a load adopts the buckets with no record placed again
-    (`adopt_table`). `extra(packs)`: what the type keeps beside a run (a hash's TTLs)."""
-    buckets, ncols = table.buckets, table.ncols
-    start = count = size = 0
-    for i, b in enumerate(buckets):
-        n = pack_count(b, ncols)
-        if i > start and (count + n > cut.elements or size + len(b) > cut.size):
-            yield _table_chunk(table, start, i, extra), count, None
-            start, count, size = i, 0, 0
-        count += n
-        size += len(b)
-    yield _table_chunk(table, start, len(buckets), extra), count, None
+    buckets are: runs of whole buckets, each with the table's placement (its seed, size and
+    split) and where its run starts, so that a load adopts the buckets with no record placed
+    again (`adopt_table`), and with its index row (the tableruns table: how a `backlog-memory`
+    budget finds the run without reading it). The runs are `run_buckets` buckets each, cut
+    where they were last time as long as the records' size is about the same, so that a run
+    no write touched is the same run in the next snapshot (the one its cold placeholder
+    names). `extra(start, end)`: what the type keeps beside the run of buckets `start` to
+    before `end` (a hash's TTLs). Cold buckets are read (they stay cold)."""
+    step = run_buckets(table, cut)
+    nb = len(table.buckets)
+    for start in range(0, nb, step):
+        end = min(start + step, nb)
+        packs = [table.peek(i) for i in range(start, end)] if table.home is not None else \
+            table.buckets[start:end]
+        count = sum(pack_count(b, table.ncols) for b in packs)
+        more = extra(start, end)
+        body = packb([table.seed, table.size, table.split, start, packs, more])
+        yield body, count, TableRunRow(table.seed, table.size, table.split, start, end - start,
+                                       count, sum(map(len, packs)), run_hash(packs), len(more))
 
 
-def _table_chunk(table: BucketTable, start: int, end: int,
-                 extra: Callable[[list[bytes]], list]) -> bytes:
-    packs = table.buckets[start:end]
-    return packb([table.seed, table.size, table.split, start, packs, extra(packs)])
+def run_buckets(table: BucketTable, cut: Cut) -> int:
+    """Buckets a run of the table holds: the power of two whose records take about
+    TABLE_RUN_BYTES (or the cut's bytes, if fewer) at the table's full load (by its records'
+    average size: it moves little as the table grows, so the cuts stay where they were), no
+    more than the cut's elements at that load."""
+    if table.count == 0:
+        return 1 << 12
+    stored = table.nbytes
+    home = table.home
+    if home is not None:
+        stored += home.cold_bytes - sum(1 for b in table.buckets if b is COLD)
+    per_bucket = LOAD * max(1, stored // table.count)
+    limit = min(min(TABLE_RUN_BYTES, cut.size) // per_bucket, cut.elements // LOAD)
+    step = 1
+    while step * 2 <= limit:
+        step *= 2
+    return step
 
 
 def table_chunk(body: Body) -> TableChunk | None:
@@ -241,11 +269,33 @@ def table_chunk(body: Body) -> TableChunk | None:
     if len(doc) != _TABLE_FIELDS:
         return None
     seed, size, split, first, packs, extra = doc
-    if not (isinstance(seed, bytes) and all(isinstance(x, int) for x in (size, split, first))
-            and isinstance(packs, list) and all(isinstance(b, bytes) for b in packs)
+    if not (isinstance(seed, bytes) and type(size) is int and type(split) is int
+            and type(first) is int
+            and isinstance(packs, list) and all(map(_IS_BYTES, packs))
             and isinstance(extra, list)):
         raise ValueError("a table chunk's fields are not a seed, a geometry and packs")
     return TableChunk(seed, size, split, first, packs, extra)
+
+
+def table_runs(bodies: Iterable[Body], what: str
+               ) -> tuple[Iterator[TableChunk] | None, Iterator[Body]]:
+    """A value's chunks read as the runs of a table's buckets (checked one at a time as they
+    are read), or, when its first chunk has the older layout, None and the bodies as they
+    are. ValueError when read: a run after a chunk of the other layout (`what`: the type's
+    elements, named in the error)."""
+    it = iter(bodies)
+    first = next(it, None)
+    run = None if first is None else table_chunk(first)
+    if run is None:
+        return None, (it if first is None else chain((first,), it))
+
+    def runs() -> Iterator[TableChunk]:
+        for chunk in chain((run,), map(table_chunk, it)):
+            if chunk is None:
+                raise ValueError(f"a value's chunks mix a table's buckets and {what}")
+            yield chunk
+
+    return runs(), iter(())
 
 
 def adopt_table(table: BucketTable, chunks: Iterable[TableChunk]) -> None:
@@ -269,6 +319,6 @@ def adopt_table(table: BucketTable, chunks: Iterable[TableChunk]) -> None:
 
 
 __all__ = ["Body", "Chunk", "ChunkCodec", "Column", "Columns", "Cut", "Kind", "OnNodes",
-           "TableChunk", "TypeFormats", "ValueTable", "adopt_table", "cut_columns",
-           "node_chunk_blobs", "node_chunks", "packb", "scan_pages", "table_chunk",
-           "table_chunks", "unpack"]
+           "TABLE_RUN_BYTES", "TableChunk", "TypeFormats", "ValueTable", "adopt_table", "cut_columns",
+           "node_chunk_blobs", "node_chunks", "packb", "run_buckets", "scan_pages", "table_chunk",
+           "table_chunks", "table_runs", "unpack"]

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import lmdb
 
+from streamkeep.aof.fs import buffer_address, file_identity, map_start
 from streamkeep.engine.model.residency import ValueNodes, value_node_hash
 from streamkeep.engine.model.value_types import TYPES, ValueType
 from streamkeep.snapshot import layout, segments
@@ -184,17 +185,24 @@ def _node_index_row(number: int, index: int, nodes: list[bytearray], kind: Value
 def _chunk_rows(number: int, vt: ValueType, value: Any, part: int | None,
                 done: list[layout.ChunkRef]) -> Rows:
     """A chunked value's rows under `number`, one chunk built at a time (a value kept as
-    nodes, each chunk with its node-index row); then its ChunkRef (in part `part`) appended
+    nodes, each chunk with its node-index row; a bucket table's, with its run's row); then its ChunkRef (in part `part`) appended
     to `done`."""
     chunks = elements = size = 0
     kind = vt.nodes
+    # A table's run rows go after its chunks (`_put_all` writes them once the chunks are, with
+    # their places in the file).
+    run_rows: list[tuple[str, bytes, bytes]] = []
     for body, count, nodes in values_mod.value_chunks(vt.name, value):
         yield _sealed("chunks", layout.chunk_key(number, chunks), body)
-        if nodes is not None and kind is not None:
+        if isinstance(nodes, layout.TableRunRow):  # (unsealed: `_put_all` places it)
+            run_rows.append((_UNPLACED, layout.chunk_key(number, chunks),
+                             layout.encode_table_run(nodes)))
+        elif nodes is not None and kind is not None:
             yield _node_index_row(number, chunks, nodes, kind)
         chunks += 1
         elements += count
         size += len(body)
+    yield from run_rows
     done.append(layout.ChunkRef.whole(part, number, chunks, elements, size))
 
 
@@ -240,9 +248,13 @@ def _put_all(env: lmdb.Environment, rows: Iterable[tuple[str, bytes, bytes | byt
     transaction; each of the tables `names` exists, empty or not, another only if it has
     rows."""
     tables = {name: env.open_db(name.encode()) for name in names}
+    unplaced: list[tuple[bytes, bytes]] = []
     with env.begin(write=True) as txn:
         cursors = {name: txn.cursor(db) for name, db in tables.items()}
         for table, key, value in rows:
+            if table == _UNPLACED:
+                unplaced.append((key, bytes(value)))
+                continue
             cursor = cursors.get(table)
             if cursor is None:  # a table only a file that has such rows gets (chunks)
                 cursor = cursors[table] = txn.cursor(env.open_db(table.encode(), txn=txn))
@@ -254,6 +266,40 @@ def _put_all(env: lmdb.Environment, rows: Iterable[tuple[str, bytes, bytes | byt
             key = name.encode()
             txn.put(key, layout.seal("meta", key, layout.encode_meta_value(meta_value)),
                     db=tables["meta"])
+    if unplaced:
+        _put_table_runs(env, unplaced)
+
+
+# The table `_chunk_rows` names a table run's row by before it is placed (`_put_all`).
+_UNPLACED = "tableruns (unplaced)"
+
+
+def _put_table_runs(env: lmdb.Environment, unplaced: list[tuple[bytes, bytes]]) -> None:
+    """The tableruns rows of the chunks just written (each its unsealed value, under its
+    chunk's key, in order), in a second transaction, each with where its chunk's stored value
+    is in the file (found from the B-tree: a view's place in the map, no chunk read), so a
+    cold run is one pread; and their pages together, after the chunks'."""
+    start = map_start(file_identity(env.path()))
+    places = []
+    with env.begin(db=env.open_db(b"chunks"), buffers=True) as txn:
+        for key, _value in unplaced:
+            view = txn.get(key)
+            at = -1 if view is None or start < 0 else buffer_address(view) - start
+            places.append((at, len(view)) if view is not None and at >= 0 else (-1, 0))
+    db = env.open_db(b"tableruns")
+    while True:  # (the first transaction is committed: only this one is tried again)
+        try:
+            with env.begin(write=True, db=db) as txn:
+                cursor = txn.cursor()
+                for (key, value), (offset, length) in zip(unplaced, places, strict=True):
+                    row = layout.decode_table_run(value)._replace(offset=offset, stored=length)
+                    if not cursor.put(key, layout.seal("tableruns", key,
+                                                       layout.encode_table_run(row)),
+                                      append=True):
+                        raise AssertionError(f"snapshot tableruns keys out of order at {key!r}")
+            return
+        except lmdb.MapFullError:
+            env.set_mapsize(env.info()["map_size"] * 2)
 
 
 def _written(path: str, fill: Callable[[lmdb.Environment], None]) -> None:

@@ -44,6 +44,7 @@ from streamkeep.engine.exec.table import (
     command,
 )
 from streamkeep.engine.model.heap import physical_memory, resident_set
+from streamkeep.engine.model.residency import table_cold_counts
 from streamkeep.engine.model.value_types import TYPES
 from streamkeep.engine.wire.reply import Verbatim
 
@@ -348,12 +349,19 @@ def _backlog_fields(engine: EngineState) -> Fields:
 def _value_node_fields(engine: EngineState) -> Fields:
     """Each type that keeps big values as nodes (engine.model.residency.ValueNodes): its cold
     nodes, their elements and their bytes (`list_nodes_cold`, `list_elements_cold`,
-    `list_cold_bytes`)."""
+    `list_cold_bytes`); each type with a bucket table whose runs go cold: its cold runs, their
+    elements and bytes (`hash_runs_cold`, `hash_elements_cold`, `hash_cold_bytes`; `set_...`)."""
     fields: Fields = []
     for vt in TYPES:
         if vt.nodes is not None:
             nodes, elements, nbytes = vt.nodes.cold_counts(engine.keyspaces[vt.slot])
             fields += [(f"{vt.name}_nodes_cold", nodes), (f"{vt.name}_elements_cold", elements),
+                       (f"{vt.name}_cold_bytes", nbytes)]
+        table_of = vt.table_of
+        if table_of is not None:
+            runs, elements, nbytes = table_cold_counts(
+                table_of(value) for space in engine.keyspaces[vt.slot] for value in space.values())
+            fields += [(f"{vt.name}_runs_cold", runs), (f"{vt.name}_elements_cold", elements),
                        (f"{vt.name}_cold_bytes", nbytes)]
     return fields
 

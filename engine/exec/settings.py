@@ -524,30 +524,40 @@ def _apply_backlog_memory(engine: EngineState) -> None:
 
 def _bind_long_lists(engine: EngineState) -> None:
     """The budget was turned on: every value kept as nodes (a long list) is bound now to the
-    current snapshot's index of its nodes, as a compaction's switch binds them, so that it
-    counts against the budget at once, as the streams do (a value the snapshot holds without
-    an index stays resident)."""
+    current snapshot's index of its nodes, and every big hash's or set's table to the index of
+    its runs, as a compaction's switch binds them, so that they count against the budget at
+    once, as the streams do (a value the snapshot holds without an index stays resident)."""
     residency = engine.residency
     store = residency.store
     node_index = getattr(store, "node_index", None)
-    if store is None or node_index is None:
+    table_runs = getattr(store, "table_runs", None)
+    if store is None or node_index is None or table_runs is None:
         return
     for vt in TYPES:
-        kind = vt.nodes
-        if kind is None:
-            continue
+        kind, table_of = vt.nodes, vt.table_of
         for db, space in enumerate(engine.keyspaces[vt.slot]):
             for key, value in space.items():
-                if not kind.noded(value):
-                    continue
-                try:
-                    index = node_index(db, key)
-                except StorageError as err:
-                    log.warning("the %s %r (db %d) keeps its nodes in memory: %s", vt.name, key,
-                                db, err)
-                    continue
-                if index:
-                    residency.bind_nodes(value, kind, index, store.clean_before)
+                if kind is not None and kind.noded(value):
+                    index = _index_of(vt.name, db, key, node_index, "nodes")
+                    if index:
+                        residency.bind_nodes(value, kind, index, store.clean_before)
+                table = None if table_of is None else table_of(value)
+                if table is not None:
+                    runs = _index_of(vt.name, db, key, table_runs, "buckets")
+                    if runs is not None:
+                        residency.bind_table(table, runs)
+
+
+def _index_of(type_name: str, db: int, key: bytes, read: Callable[[int, bytes], Any],
+              what: str) -> Any:
+    """The snapshot's index `read` finds for the value (None with a warning: a damaged one
+    leaves the value's `what` in memory)."""
+    try:
+        return read(db, key)
+    except StorageError as err:
+        log.warning("the %s %r (db %d) keeps its %s in memory: %s", type_name, key, db, what,
+                    err)
+        return None
 
 
 def _apply_eviction(engine: EngineState) -> None:

@@ -7,9 +7,12 @@ kernels). A record is `ncols` strings keyed by its first: a set's member (one co
 hash's field and value, a sorted set's member and its packed score (two). Bucket i of
 `buckets` holds the records whose key's hash h has `h & (size - 1) == i`, or, for i < split
 (buckets already split this round), `h & (2 * size - 1) == i`. The hash is SipHash-1-3 keyed
-by the table's own 16-byte `seed` (engine.model.packed_columns' `bucket_of`), drawn from the
-system's randomness when the table is made and kept by its copies and its snapshot: so where
-a key goes is the same in every process that holds the table (a restart adopts the snapshot's
+by the table's own 16-byte `seed` (engine.model.packed_columns' `bucket_of`): the process's
+when the table is made (`process_seed`, drawn from the system's randomness at start, as
+Redis's dict seed is; a compaction child takes its parent's, `use_process_seed`, so that a
+table it builds by replaying the parent's writes is placed as the parent's is), then kept by
+its copies and its snapshot: so where a key goes is the same in every process that holds the
+table (a restart adopts the snapshot's
 buckets as they are, `adopt`, with no record placed again), and no client can choose keys
 that crowd one bucket without knowing the seed. Growing splits bucket `split`
 into itself and bucket `split + size` (appended): one bucket's records per insertion, no
@@ -19,6 +22,14 @@ bucket index misses nothing present throughout. `nbytes` is the sum of the bucke
 A bucket is one bytes object (a pack: a width byte w, 1 or 4 when the count or a length
 reaches 255, the count in w bytes, the columns' lengths, then the columns' strings), so a
 record costs its strings and a few bytes: no object a record.
+
+A big table's buckets may be *cold* (a `backlog-memory` budget, engine.model.residency): a run
+of buckets the current snapshot holds exactly is dropped from memory, each of its slots in
+`buckets` the one-byte `COLD` (no pack is shorter than two bytes), and its `home` (a
+residency.TableHome) reads them back: a lookup that meets a cold bucket reads only that
+bucket's pack (`peek`), a change makes the bucket's whole run resident again first (`thaw`).
+Every method here reads through a cold bucket; `count` counts its records, `nbytes` only what
+is resident.
 
 Must not touch: what the records mean (a hash's field TTLs are engine.model.hashes'), values,
 commands, replies.
@@ -31,7 +42,7 @@ import random
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from streamkeep.engine.model.packed_columns import (
     SEED_BYTES,
@@ -47,9 +58,13 @@ from streamkeep.engine.model.packed_columns import (
     pack_strings,
 )
 
+if TYPE_CHECKING:
+    from streamkeep.engine.model.residency import TableHome
+
 LOAD: Final = 6  # a table's average records per bucket before it splits one
 SAMPLE_CAP: Final = 2 * LOAD  # random picks: a table's first slots per bucket
 EMPTY: Final = b"\x01\x00"  # the empty pack
+COLD: Final = b"\x00"  # a cold bucket's slot (see the module docstring): never a pack
 PLACEMENT_BYTES: Final = 24  # a table's placement as bytes: its seed, size and split
 _LONG: Final = 255  # a count or length from which a pack's lengths take 4 bytes
 _LEN: Final = tuple(bytes((i,)) for i in range(_LONG))
@@ -63,6 +78,23 @@ _PACK_DELETE: Final = pack_delete
 _PACK_GET: Final = pack_get
 _PACK_INDEX: Final = pack_index
 _PACK_PUT: Final = pack_put
+
+
+_PROCESS_SEED: Final = [os.urandom(SEED_BYTES)]
+
+
+def process_seed() -> bytes:
+    """The seed a table made in this process places its keys under (see the module
+    docstring)."""
+    return _PROCESS_SEED[0]
+
+
+def use_process_seed(seed: bytes) -> None:
+    """Make the tables this process makes from now on place their keys under `seed` (a
+    compaction child's: its parent's `process_seed`)."""
+    if len(seed) != SEED_BYTES:
+        raise ValueError(f"a table's seed is {SEED_BYTES} bytes")
+    _PROCESS_SEED[0] = seed
 
 
 def _wide(lens: list[int]) -> bytes:
@@ -86,36 +118,73 @@ def build_pack(columns: Sequence[Sequence[bytes]]) -> bytes:
 class BucketTable:
     """The table (see the module docstring) of `ncols`-string records."""
 
-    __slots__ = ("ncols", "seed", "buckets", "size", "split", "count", "nbytes", "cap")
+    __slots__ = ("ncols", "seed", "buckets", "size", "split", "count", "nbytes", "cap", "home")
 
     def __init__(self, ncols: int, capacity: int, seed: bytes | None = None) -> None:
         size = 1
         while size * LOAD < capacity:
             size <<= 1
         self.ncols = ncols
-        self.seed = os.urandom(SEED_BYTES) if seed is None else seed
+        self.seed = _PROCESS_SEED[0] if seed is None else seed
         self.buckets: list[bytes] = [EMPTY] * size
         self.size = size
         self.split = 0
         self.count = 0
         self.cap = SAMPLE_CAP  # random picks: slots per bucket, at least the largest seen
         self.nbytes = len(EMPTY) * size
+        self.home: TableHome | None = None  # its place in the current snapshot, if any
 
     def slot(self, key: bytes) -> int:
         return _BUCKET_OF(key, self.seed, self.size, self.split)
 
     def __contains__(self, key: bytes) -> bool:
-        return _PACK_INDEX(self.buckets[self.slot(key)], self.ncols, key) >= 0
+        i = self.slot(key)
+        b = self.buckets[i]
+        if b is COLD:
+            b = self.peek(i)
+        return _PACK_INDEX(b, self.ncols, key) >= 0
 
     def get(self, key: bytes) -> bytes | None:
         """The last string of key's record (a hash's value), None when absent."""
-        return _PACK_GET(self.buckets[self.slot(key)], self.ncols, key, self.ncols - 1)
+        i = self.slot(key)
+        b = self.buckets[i]
+        if b is COLD:
+            b = self.peek(i)
+        return _PACK_GET(b, self.ncols, key, self.ncols - 1)
+
+    def peek(self, i: int) -> bytes:
+        """Bucket i's pack, read from the snapshot when it is cold (it stays cold)."""
+        b = self.buckets[i]
+        if b is not COLD:
+            return b
+        home = self.home
+        assert home is not None  # (a table with cold buckets has a home)
+        return home.peek(self, i)
+
+    def warm(self, i: int) -> bytes:
+        """Bucket i's pack, its run made resident first when it is cold (a change follows)."""
+        b = self.buckets[i]
+        if b is not COLD:
+            return b
+        home = self.home
+        assert home is not None
+        return home.thaw(self, i)
+
+    def resident_buckets(self) -> list[bytes]:
+        """Every bucket's pack, cold ones read (they stay cold): what a copy or a one-row
+        record holds."""
+        buckets = self.buckets
+        if self.home is None or self.home.cold_runs == 0:
+            return buckets.copy()
+        return [b if b is not COLD else self.peek(i) for i, b in enumerate(buckets)]
 
     def put(self, key: bytes, value: bytes) -> bytes | None:
         """Set a two-column record: the value it replaced, None when the key is new (one
         lookup)."""
         i = self.slot(key)
         b = self.buckets[i]
+        if b is COLD:
+            b = self.warm(i)
         new_b, old = _PACK_PUT(b, 2, key, value)
         self._rewrote(i, b, new_b)
         if old is None:
@@ -126,6 +195,8 @@ class BucketTable:
         """Add a one-column record: whether it is new."""
         i = self.slot(key)
         b = self.buckets[i]
+        if b is COLD:
+            b = self.warm(i)
         new_b = _PACK_ADD(b, 1, key)
         if new_b is None:
             return False
@@ -138,6 +209,11 @@ class BucketTable:
         absent."""
         i = self.slot(key)
         b = self.buckets[i]
+        if b is COLD:
+            b = self.peek(i)  # (read first: a miss leaves the run cold)
+            if _PACK_INDEX(b, self.ncols, key) < 0:
+                return None
+            b = self.warm(i)
         removed = _PACK_DELETE(b, self.ncols, key)
         if removed is None:
             return None
@@ -157,6 +233,8 @@ class BucketTable:
     def _split_one(self) -> None:
         s, size = self.split, self.size
         b = self.buckets[s]
+        if b is COLD:
+            b = self.warm(s)
         kept, moved = pack_split(b, self.ncols, self.seed, (size << 1) - 1, s)
         self.buckets[s] = kept
         self.buckets.append(moved)
@@ -171,14 +249,15 @@ class BucketTable:
         """Every record's key, bucket by bucket (a generator: a caller that stops early reads
         only the buckets it reached)."""
         ncols = self.ncols
-        for b in self.buckets:
-            if len(b) > 2:
-                strings = pack_strings(b, ncols)
-                yield from strings[:len(strings) // ncols] if ncols > 1 else strings
+        for strings in self.bucket_strings():
+            yield from strings[:len(strings) // ncols] if ncols > 1 else strings
 
     def bucket_strings(self) -> Iterator[list[bytes]]:
-        """Each non-empty bucket's strings, column after column (pack_strings's order)."""
-        for b in self.buckets:
+        """Each non-empty bucket's strings, column after column (pack_strings's order); a cold
+        bucket's read (it stays cold)."""
+        for i, b in enumerate(self.buckets):
+            if b is COLD:
+                b = self.peek(i)
             if len(b) > 2:
                 yield pack_strings(b, self.ncols)
 
@@ -238,13 +317,29 @@ class BucketTable:
         while self.count > LOAD * len(self.buckets):
             self._split_one()
 
+    def cold(self, seed: bytes, size: int, split: int, count: int) -> None:
+        """Make this empty table one of `count` records placed under `seed` in `size` buckets,
+        `split` of them split, every bucket cold (a lazy load's: the caller binds it to the
+        snapshot's runs, engine.model.residency.Residency.bind_table). ValueError: a geometry
+        no table has."""
+        if size < 1 or size & (size - 1) or not 0 <= split < size or count < 0:
+            raise ValueError(f"no bucket table has size {size} split {split}")
+        n = size + split
+        self.seed, self.size, self.split = seed, size, split
+        self.buckets = [COLD] * n
+        self.count = count
+        self.nbytes = n
+
     def random_slot(self, rng: random.Random) -> tuple[bytes, int]:
         """A uniformly random record as (its bucket, its row there): a random (bucket, slot)
         until the slot holds one."""
         buckets = self.buckets
         nb = len(buckets)
         while True:
-            b = buckets[rng.randrange(nb)]
+            i = rng.randrange(nb)
+            b = buckets[i]
+            if b is COLD:
+                b = self.peek(i)
             k = pack_count(b, self.ncols)
             if k > self.cap:  # a crowded bucket: widen the slots for good and draw again
                 self.cap = k
@@ -255,11 +350,12 @@ class BucketTable:
 
     def copy_into(self, twin: BucketTable) -> None:
         """Make `twin` (a new table of as many columns) hold these records: the buckets are
-        immutable bytes, shared until either side rewrites one."""
-        twin.buckets = self.buckets.copy()
+        immutable bytes, shared until either side rewrites one; cold ones are read, the twin
+        holds every bucket)."""
+        twin.buckets = self.resident_buckets()
         twin.seed = self.seed
-        twin.size, twin.split, twin.count, twin.nbytes = (self.size, self.split, self.count,
-                                                          self.nbytes)
+        twin.size, twin.split, twin.count = self.size, self.split, self.count
+        twin.nbytes = sum(map(len, twin.buckets)) if self.home is not None else self.nbytes
         twin.cap = self.cap
 
     def copy(self) -> BucketTable:
@@ -268,4 +364,5 @@ class BucketTable:
         return twin
 
 
-__all__ = ["EMPTY", "LOAD", "PLACEMENT_BYTES", "SAMPLE_CAP", "BucketTable", "build_pack"]
+__all__ = ["COLD", "EMPTY", "LOAD", "PLACEMENT_BYTES", "SAMPLE_CAP", "BucketTable", "build_pack",
+           "process_seed", "use_process_seed"]

@@ -50,7 +50,13 @@ from fractions import Fraction
 from itertools import islice
 from typing import Any, ClassVar, Final
 
-from streamkeep.engine.model.bucket_table import EMPTY, PLACEMENT_BYTES, BucketTable, build_pack
+from streamkeep.engine.model.bucket_table import (
+    COLD,
+    EMPTY,
+    PLACEMENT_BYTES,
+    BucketTable,
+    build_pack,
+)
 from streamkeep.engine.model.limits import Limits, Setting
 from streamkeep.engine.model.listpack import as_int, int_size, str_size
 from streamkeep.engine.model.packed_columns import (
@@ -81,7 +87,6 @@ _KIND_LISTPACK: Final = 0
 _KIND_LISTPACKEX: Final = 1
 _KIND_HASHTABLE: Final = 2  # (records written before placements were: read only)
 _KIND_PLACED: Final = 3  # a hashtable with its table's placement
-_KIND_NAMES: Final = ("listpack", "listpackex", "hashtable")
 
 _I64_MIN: Final = -(1 << 63)
 _I64_MAX: Final = (1 << 63) - 1
@@ -449,8 +454,11 @@ class Hash:
         i = max(cursor, 0)
         buckets = d.buckets
         while i < len(buckets) and len(out) < count:
-            if len(buckets[i]) > 2:
-                out.extend(_pairs(buckets[i]))
+            b = buckets[i]
+            if b is COLD:
+                b = d.peek(i)
+            if len(b) > 2:
+                out.extend(_pairs(b))
             i += 1
         return (i if i < len(buckets) else 0), out
 
@@ -805,7 +813,7 @@ class Hash:
             ttls = [(f, d.ttl[f]) for f in d.ordered_ttl_fields()]
         else:
             assert isinstance(d, PairTable)
-            head, packs, placement = _KIND_PLACED, d.buckets, d.placement()
+            head, packs, placement = _KIND_PLACED, d.resident_buckets(), d.placement()
             ttls = list(d.ttl.items()) if d.ttl is not None else []
         parts = [bytes((FORMAT_VERSION, head)), placement, len(packs).to_bytes(4, "little")]
         for p in packs:
@@ -977,6 +985,12 @@ STORED_AS: Final[tuple[type, ...]] = (PackedHash,)  # a small plain hash, kept b
 LIMITS: Final = HashLimits
 opened: Final = as_hash
 NODES: Final = None  # (no nodes that go cold)
+
+
+def table_of(value: Any) -> BucketTable | None:
+    """The value's bucket table, whose runs may go cold (a `backlog-memory` budget), if it has
+    one."""
+    return value.table() if isinstance(value, VALUE_CLASS) else None
 
 
 def encoding(value: Hash | PackedHash) -> str:

@@ -755,6 +755,7 @@ min_subexpiry: Final = None  # (a list's elements have no TTLs)
 # and INFO need of them. A node's shape follows list-max-listpack-size.
 NODES: Final = ValueNodes(QuickList, node_count, iter_nodes, QuickList,
                           shaped_by=("list-max-listpack-size",))
+table_of: Final = None  # (no bucket table whose runs go cold)
 
 
 def opened(value: ListValue) -> QuickList:
@@ -768,7 +769,7 @@ def digest(value: ListValue) -> list[bytes]:
     return list(elements(value))
 
 
-__all__ = ["DEFAULT_LIMITS", "LIMITS", "LISTPACK", "NODES", "QUICKLIST", "STORED_AS", "VALUE_CLASS",
+__all__ = ["table_of", "DEFAULT_LIMITS", "LIMITS", "LISTPACK", "NODES", "QUICKLIST", "STORED_AS", "VALUE_CLASS",
            "copy_value", "delete_range", "digest", "elements", "encoding",
            "from_bytes", "from_elements", "from_nodes", "get", "grow", "insert", "iter_nodes",
            "length", "ListLimits", "ListNode", "ListValue", "memory_usage", "min_subexpiry",

@@ -40,6 +40,16 @@ and when:
   the setting that shapes them in between, `ValueNodes.shaped_by`) stays resident without
   asking again.
 
+Table runs: a big hash's or set's bucket table (engine.model.bucket_table) goes cold a run of
+buckets at a time, the runs a snapshot stores it in (one chunk each). `TableHome`, one per table
+a snapshot holds with its runs' index, lists those runs in order (`ColdRun`: where the chunk is,
+its first bucket, its buckets, elements, bytes and the xxh3-128 hash of its packs); a resident
+run is queued as a value node is and goes cold when its buckets hash as the snapshot's do (its
+slots become bucket_table.COLD); a lookup reads one bucket of a cold run back (`peek`), a change
+makes the run resident again (`thaw`). A table bound to a newer snapshot gets a new home (the
+old one's queued runs are let go of as they come up); a cold run the new snapshot does not
+hold as it is is read back first (`bind_table`).
+
 Eviction runs between commands (the engine calls `evict` when `resident > limit`) and, as a
 safety valve during one long read, when loading a stream node takes the residency past twice
 its budget. Never inside a change: a command keeps the values it is changing (a value's cold
@@ -52,19 +62,23 @@ from __future__ import annotations
 
 import threading
 import weakref
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, cast
 
 from xxhash import xxh3_128_digest
 
-if TYPE_CHECKING:
-    from streamkeep.engine.model.stream import Node, Stream
+from streamkeep.engine.model.bucket_table import COLD as _COLD
 
+if TYPE_CHECKING:
     # A queued node: a stream's Node and its Home, or a value's node and its ValueNodesHome;
     # its estimated bytes.
-    Queued = tuple["Node | bytearray", "Home | ValueNodesHome", int]
+    from streamkeep.engine.model.bucket_table import BucketTable
+    from streamkeep.engine.model.stream import Node, Stream
+
+    Queued = tuple["Node | bytearray | ColdRun", "Home | ValueNodesHome | TableHome", int]
 
 # What a resident node costs beyond its listpack: the Node object, its buffer's object and
 # allocation, its master ID and its slots in the stream's two lists (measured with
@@ -309,6 +323,145 @@ class ValueNodesHome:
         return home
 
 
+# What a resident bucket costs beyond its pack: its bytes object's header (pymalloc-rounded)
+# and its slot in the table's list.
+BUCKET_OVERHEAD: Final = 48
+
+
+class TableRunStore(Protocol):
+    """Where cold table runs are: a snapshot file (snapshot.cold.SnapshotNodes)."""
+
+    def table_run(self, run: ColdRun) -> list[bytes]:
+        """The run's packs as the snapshot holds them, checked: the stored value's checksum,
+        the run's place and the packs' hash and length against the run's (StorageError if
+        not)."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+class ColdRun:
+    """A run of a bucket table's buckets as a snapshot stores them (one chunk): the store, the
+    part file's index in the snapshot's `parts` (-1: its own file), the value's number there
+    and the chunk; the run's first bucket, its buckets, their records (elements), bytes, the
+    xxh3-128 hash of their packs joined, how many entries the type keeps beside them, and
+    where the store found the chunk in its file. Immutable: the placeholder of the run while it is
+    cold, and its description while it is resident."""
+
+    __slots__ = ("store", "part", "number", "chunk", "first", "buckets", "elements", "size",
+                 "hash", "extras", "offset", "stored")
+
+    def __init__(self, store: TableRunStore, part: int, number: int, chunk: int, first: int,
+                 buckets: int, elements: int, size: int, digest: bytes, extras: int = 0,
+                 offset: int = -1, stored: int = 0) -> None:
+        self.store = store
+        self.part = part
+        self.number = number
+        self.chunk = chunk
+        self.first = first
+        self.buckets = buckets
+        self.elements = elements
+        self.size = size
+        self.hash = digest
+        self.extras = extras  # entries the type keeps beside the run (a hash's field TTLs)
+        # Where the chunk's stored value is in its file and its length (-1: not known): the
+        # store's to read it by, its checksum the proof it read the right bytes.
+        self.offset = offset
+        self.stored = stored
+
+    def read(self) -> list[bytes]:
+        """The run's packs, read back from its snapshot and checked."""
+        return self.store.table_run(self)
+
+    def same(self, other: ColdRun) -> bool:
+        """Whether `other` describes a run of the same buckets with the same packs."""
+        return (self.first, self.buckets, self.size, self.hash) == (
+            other.first, other.buckets, other.size, other.hash)
+
+
+class TableIndex(NamedTuple):
+    """A snapshot's index of one bucket table's runs: the table's placement (its seed, size
+    and split when the snapshot was written) and its runs in order, from bucket 0 to the
+    last."""
+
+    seed: bytes
+    size: int
+    split: int
+    runs: list[ColdRun]
+
+
+def run_hash(packs: list[bytes]) -> bytes:
+    """A table run's hash as a snapshot's index records it: xxh3-128 of its packs joined (the
+    packs are self-delimiting; the index records how many there are)."""
+    return xxh3_128_digest(b"".join(packs))
+
+
+class TableHome:
+    """A bucket table's place in the current snapshot: the runs it stores the table in, in
+    order (each starting where the one before ended), the table's cold runs' counters, and the
+    bytes of its runs queued now (let go of when a newer snapshot's home replaces this one)."""
+
+    __slots__ = ("table", "residency", "runs", "starts", "cold_runs", "cold_elements",
+                 "cold_bytes", "queued_bytes")
+
+    def __init__(self, table: BucketTable, residency: Residency, runs: list[ColdRun]) -> None:
+        self.table = table
+        self.residency = residency
+        self.runs = runs
+        self.starts = [run.first for run in runs]
+        self.cold_runs = 0
+        self.cold_elements = 0
+        self.cold_bytes = 0
+        self.queued_bytes = 0
+
+    def run_of(self, i: int) -> ColdRun:
+        """The run holding bucket i (one of a cold bucket's: every cold bucket is in one)."""
+        return self.runs[bisect_right(self.starts, i) - 1]
+
+    def peek(self, table: BucketTable, i: int) -> bytes:
+        """Cold bucket i's pack, read from the snapshot (its run stays cold)."""
+        run = self.run_of(i)
+        packs = run.read()
+        self.residency.loads += 1
+        return packs[i - run.first]
+
+    def thaw(self, table: BucketTable, i: int) -> bytes:
+        """Make cold bucket i's run resident (queued to go cold again); its pack."""
+        run = self.run_of(i)
+        packs = run.read()
+        first = run.first
+        table.buckets[first:first + run.buckets] = packs
+        table.nbytes += run.size - run.buckets
+        self.went_warm(run)
+        residency = self.residency
+        residency.loads += 1
+        residency.queue_run(run, self)
+        return packs[i - first]
+
+    def went_cold(self, run: ColdRun) -> None:
+        self.cold_runs += 1
+        self.cold_elements += run.elements
+        self.cold_bytes += run.size
+
+    def went_warm(self, run: ColdRun) -> None:
+        self.cold_runs -= 1
+        self.cold_elements -= run.elements
+        self.cold_bytes -= run.size
+
+
+def table_cold_counts(tables: Iterable[BucketTable | None]) -> tuple[int, int, int]:
+    """(cold runs, their elements, their bytes) of `tables`: what INFO reports."""
+    runs = elements = nbytes = 0
+    for table in tables:
+        home = None if table is None else table.home
+        if home is not None:
+            runs += home.cold_runs
+            elements += home.cold_elements
+            nbytes += home.cold_bytes
+    return runs, elements, nbytes
+
+
 def _find(nodes: list, node: bytearray, hint: int) -> int:
     """The index of `node` (by identity) in `nodes`, -1 if it is not there: looked for at
     `hint` and below first (a queue's pops at its head move its nodes down), then above."""
@@ -346,7 +499,7 @@ class Residency:
         self.on_pressure: Callable[[], None] | None = None  # asks for a compaction
         # The stores values' cold nodes were bound to (closed with the engine, as the streams'
         # are; weakly: a store no cold node refers to any more goes).
-        self.node_stores: weakref.WeakSet[ValueNodeStore] = weakref.WeakSet()
+        self.node_stores: weakref.WeakSet[ValueNodeStore | TableRunStore] = weakref.WeakSet()
         self.set_budget(budget)
 
     def set_budget(self, budget: int, dbs: list[dict[bytes, Stream]] | None = None) -> None:
@@ -405,11 +558,15 @@ class Residency:
         budget = self.budget
         while self.resident > budget and queue:
             node, home, nbytes = queue.popleft()
+            if isinstance(home, TableHome):
+                assert isinstance(node, ColdRun)
+                self._evict_table_run(node, home, nbytes)
+                continue
             if isinstance(home, ValueNodesHome):
                 assert isinstance(node, bytearray)
                 self._evict_value_node(node, home, nbytes)
                 continue
-            assert not isinstance(node, bytearray)
+            assert not isinstance(node, (bytearray, ColdRun))
             if node is keep:  # the node being read: it stays, and so does everything after it
                 queue.appendleft((node, home, nbytes))
                 break
@@ -458,10 +615,14 @@ class Residency:
         dropped = 0
         for item in self.queue:
             node, home, nbytes = item
-            if isinstance(home, ValueNodesHome):
+            if isinstance(home, TableHome):
+                live = home.table.home is home
+                if not live:
+                    home.queued_bytes -= nbytes
+            elif isinstance(home, ValueNodesHome):
                 live = id(node) in home.queued
             else:
-                assert not isinstance(node, bytearray)
+                assert not isinstance(node, (bytearray, ColdRun))
                 live = node.queued
             if live:
                 kept.append(item)
@@ -513,6 +674,76 @@ class Residency:
         home.cold_nodes += 1
         home.cold_elements += cold.count
         home.cold_bytes += cold.size
+
+    def queue_run(self, run: ColdRun, home: TableHome) -> None:
+        """A table's run is resident (bound, or read back): it may go cold from now on."""
+        if self.budget > 0:
+            nbytes = run.size + BUCKET_OVERHEAD * run.buckets
+            self.queue.append((run, home, nbytes))
+            self.resident += nbytes
+            home.queued_bytes += nbytes
+
+    def _evict_table_run(self, run: ColdRun, home: TableHome, nbytes: int) -> None:
+        """A queued table run: cold if its buckets hash as the snapshot's (their slots become
+        COLD); waiting for the next snapshot if they changed since; gone from the queue if its
+        table was bound to a newer snapshot since (or the run is cold already)."""
+        self.resident -= nbytes
+        home.queued_bytes -= nbytes
+        table = home.table
+        first, count = run.first, run.buckets
+        buckets = table.buckets
+        if table.home is not home or first + count > len(buckets) or buckets[first] is _COLD:
+            return
+        packs = buckets[first:first + count]
+        if sum(map(len, packs)) != run.size or run_hash(packs) != run.hash:
+            self.resident += nbytes
+            home.queued_bytes += nbytes
+            self.waiting.append((run, home, nbytes))
+            self.waiting_bytes += nbytes
+            if self.waiting_bytes > self.budget // 2 and self.on_pressure is not None:
+                self.on_pressure()
+            return
+        buckets[first:first + count] = [_COLD] * count
+        table.nbytes -= run.size - count
+        home.went_cold(run)
+        self.evictions += 1
+
+    def bind_table(self, table: BucketTable, index: TableIndex) -> TableHome | None:
+        """The buckets of `table` are stored in the runs of `index` (a snapshot's): its runs whose buckets the snapshot holds as they are may go cold. A cold run
+        of the table's previous home is pointed at the same run of the new snapshot, or read
+        back when that does not hold it as it is. None (the table stays as it is): the
+        snapshot's table is placed otherwise (it was built apart, by another process; its runs
+        would never match). Under the engine lock."""
+        runs = index.runs
+        if index.seed != table.seed or not runs:
+            return None
+        home = TableHome(table, self, runs)
+        for run in runs:  # (the runs are of one store)
+            self.node_stores.add(run.store)
+            break
+        old = table.home
+        buckets = table.buckets
+        if old is not None:
+            self.dropped(old.queued_bytes)
+            if old.cold_runs:
+                by_first = {run.first: run for run in runs}
+                for run in old.runs:
+                    if buckets[run.first] is not _COLD:
+                        continue
+                    same = by_first.get(run.first)
+                    if same is None or not same.same(run):
+                        # (its cut moved: read back, queued below if a run holds it as it is)
+                        buckets[run.first:run.first + run.buckets] = run.read()
+                        table.nbytes += run.size - run.buckets
+        table.home = home
+        for run in runs:
+            if run.first + run.buckets > len(buckets):
+                continue
+            if buckets[run.first] is _COLD:  # (the old home's, the same run: or a lazy load's)
+                home.went_cold(run)
+            else:
+                self.queue_run(run, home)
+        return home
 
     def node_limits_changed(self) -> None:
         """CONFIG SET changed stream-node-max-entries or -bytes. A snapshot replays the writes
@@ -610,11 +841,13 @@ class Residency:
     def forget_queue(self) -> None:
         for queue in (self.queue, self.waiting):
             for node, home, _nbytes in queue:
-                if isinstance(home, ValueNodesHome):
+                if isinstance(home, TableHome):
+                    home.queued_bytes = 0
+                elif isinstance(home, ValueNodesHome):
                     home.queued.pop(id(node), None)
                     home.missed.pop(id(node), None)
                 else:
-                    assert not isinstance(node, bytearray)
+                    assert not isinstance(node, (bytearray, ColdRun))
                     node.queued = False
             queue.clear()
         self.resident = self.waiting_bytes = 0
@@ -622,7 +855,7 @@ class Residency:
     def close(self) -> None:
         """The engine closes: the stores it knows let go of their files now, not when the
         collector finds them (a file reopened meanwhile, replaced, must not meet its old map)."""
-        stores: dict[int, NodeStore | ValueNodeStore] = {}
+        stores: dict[int, NodeStore | ValueNodeStore | TableRunStore] = {}
         for _node, home, _nbytes in (*self.queue, *self.waiting):
             if isinstance(home, Home) and home.store is not None:
                 stores[id(home.store)] = home.store
@@ -653,6 +886,24 @@ class Residency:
                 for node in stream.nodes:
                     if not node.is_cold():
                         self.sealed(node, home)
+
+    def adopt_tables(self, tables: Iterable[BucketTable | None]) -> None:
+        """The engine's state is replaced by values another engine loaded (a replica's full
+        sync): their tables' cold runs are read through this engine from now on, and their
+        resident runs count against this budget."""
+        for table in tables:
+            home = None if table is None else table.home
+            if table is None or home is None or home.residency is self:
+                continue
+            home.residency = self
+            home.queued_bytes = 0
+            for run in home.runs:
+                self.node_stores.add(run.store)
+                break
+            buckets = table.buckets
+            for run in home.runs:
+                if run.first + run.buckets <= len(buckets) and buckets[run.first] is not _COLD:
+                    self.queue_run(run, home)
 
     def forget(self) -> None:
         """The engine's state was replaced (a replica's full sync): nothing is queued."""

@@ -33,9 +33,15 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
-from streamkeep.engine.model.bucket_table import EMPTY, PLACEMENT_BYTES, BucketTable, build_pack
+from streamkeep.engine.model.bucket_table import (
+    COLD,
+    EMPTY,
+    PLACEMENT_BYTES,
+    BucketTable,
+    build_pack,
+)
 from streamkeep.engine.model.limits import Limits, Setting
 from streamkeep.engine.model.listpack import as_int, str_size
 from streamkeep.engine.model.packed_columns import (
@@ -294,8 +300,11 @@ class RSet:
         i = max(cursor, 0)
         buckets = d.buckets
         while i < len(buckets) and len(out) < count:
-            if len(buckets[i]) > 2:
-                out.extend(_members(buckets[i]))
+            b = buckets[i]
+            if b is COLD:
+                b = d.peek(i)
+            if len(b) > 2:
+                out.extend(_members(b))
             i += 1
         return (i if i < len(buckets) else 0), out
 
@@ -567,7 +576,7 @@ class RSet:
             kind, packs = _KIND_LISTPACK, [d]
         else:
             assert isinstance(d, BucketTable)
-            kind, packs, placement = _KIND_PLACED, d.buckets, d.placement()
+            kind, packs, placement = _KIND_PLACED, d.resident_buckets(), d.placement()
         parts = [bytes((FORMAT_VERSION, kind)), placement, len(packs).to_bytes(4, "little")]
         for p in packs:
             parts.append(len(p).to_bytes(4, "little"))
@@ -662,6 +671,12 @@ STORED_AS: Final[tuple[type, ...]] = ()
 LIMITS: Final = SetLimits
 min_subexpiry: Final = None  # (a set's members have no TTLs)
 NODES: Final = None  # (no nodes that go cold)
+
+
+def table_of(value: Any) -> BucketTable | None:
+    """The value's bucket table, whose runs may go cold (a `backlog-memory` budget), if it has
+    one."""
+    return value.table() if isinstance(value, VALUE_CLASS) else None
 
 
 def encoding(value: RSet) -> str:

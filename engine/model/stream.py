@@ -678,6 +678,7 @@ copy_value: Final = None
 digest: Final = None
 min_subexpiry: Final = None
 NODES: Final = None  # (a stream's nodes go cold through their own Home: engine.model.residency)
+table_of: Final = None  # (no bucket table whose runs go cold)
 
 
 def encoding(value: Stream) -> str:
@@ -700,6 +701,6 @@ def opened(value: Stream) -> Stream:
     return value
 
 
-__all__ = ["LIMITS", "NODES", "STORED_AS", "VALUE_CLASS", "cold_node", "copy_value", "digest", "encoding",
+__all__ = ["table_of", "LIMITS", "NODES", "STORED_AS", "VALUE_CLASS", "cold_node", "copy_value", "digest", "encoding",
            "Fields", "format_id", "from_bytes", "memory_usage", "min_subexpiry", "new_stream",
            "Node", "opened", "rax_node_count", "Stream", "to_bytes"]

@@ -172,6 +172,7 @@ copy_value: Final = bytes
 digest: Final = None  # (its bytes: `to_bytes`)
 min_subexpiry: Final = None
 NODES: Final = None  # (no nodes: bare bytes)
+table_of: Final = None  # (no bucket table whose runs go cold)
 
 
 def encoding(value: bytes) -> str:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streamkeep.engine.model import hashes, lists, sets, stream, strings, zset
+from streamkeep.engine.model.bucket_table import BucketTable
 from streamkeep.engine.model.limits import Limits
 from streamkeep.engine.model.residency import ValueNodes
 
@@ -62,6 +63,8 @@ class TypeModel(Protocol):
     def min_subexpiry(self) -> Callable[[Any], int | None] | None: ...
     @property
     def NODES(self) -> ValueNodes | None: ...  # noqa: N802 (a module's constant)
+    @property
+    def table_of(self) -> Callable[[Any], BucketTable | None] | None: ...
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,9 @@ class ValueType:
     # A big value kept as nodes that may go cold (a `backlog-memory` budget); None: the type
     # keeps no such nodes.
     nodes: ValueNodes | None
+    # A big value's bucket table whose runs may go cold (a `backlog-memory` budget: engine.
+    # model.residency.TableHome), None when the value has none; None: the type has none.
+    table_of: Callable[[Any], BucketTable | None] | None
 
     @classmethod
     def of(cls, name: str, slot: int, model: TypeModel) -> ValueType:
@@ -100,7 +106,7 @@ class ValueType:
         return cls(name, slot, model.VALUE_CLASS, model.STORED_AS, model.LIMITS,
                    model.encoding, model.memory_usage, model.to_bytes, model.from_bytes,
                    model.copy_value, model.digest, model.opened, model.min_subexpiry,
-                   model.NODES)
+                   model.NODES, model.table_of)
 
 
 STREAM = ValueType.of("stream", 0, stream)

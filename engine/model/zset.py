@@ -1122,6 +1122,7 @@ STORED_AS: Final[tuple[type, ...]] = ()
 LIMITS: Final = ZSetLimits
 min_subexpiry: Final = None  # (a sorted set's members have no TTLs)
 NODES: Final = None  # (no nodes that go cold)
+table_of: Final = None  # (no bucket table whose runs go cold)
 
 
 def encoding(value: ZSet) -> str:
@@ -1153,7 +1154,7 @@ def opened(value: ZSet) -> ZSet:
     return value
 
 
-__all__ = ["ADD_ADDED", "ADD_NAN", "ADD_NOP", "ADD_SAME", "ADD_UPDATED", "DEFAULT_LIMITS",
+__all__ = ["table_of", "ADD_ADDED", "ADD_NAN", "ADD_NOP", "ADD_SAME", "ADD_UPDATED", "DEFAULT_LIMITS",
            "LIMITS", "LISTPACK", "NODES", "SKIPLIST", "STORED_AS", "VALUE_CLASS", "copy_value", "digest",
            "encoding", "from_bytes", "memory_usage", "min_subexpiry", "normalize_rank_range",
            "opened", "to_bytes", "ZSet", "ZSetLimits"]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.context import ReplayCtx, Session
 from streamkeep.engine.model.effects import Record
-from streamkeep.engine.model.value_types import STREAM
+from streamkeep.engine.model.value_types import STREAM, TYPES
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.engine_state import EngineState
@@ -124,6 +124,9 @@ class Replay:
         count = len(state.dbs)
         streams = keyspaces[STREAM.slot]
         state.residency.adopt(streams)  # loaded by another engine: they count here from now on
+        state.residency.adopt_tables(
+            table_of(value) for vt in TYPES if (table_of := vt.table_of) is not None
+            and vt.slot < len(keyspaces) for space in keyspaces[vt.slot] for value in space.values())
         for slot, space in enumerate(state.keyspaces):  # (in place: the lists are shared)
             space[:] = keyspaces[slot] if slot < len(keyspaces) else [{} for _ in range(count)]
         state.expires[:] = expires if expires is not None else [{} for _ in range(count)]

@@ -27,7 +27,8 @@ to act on, never a traceback of this child's.
                                "lsn": 1500, "out": "snapshot-....mdb.tmp",
                                "part_out": "part-....mdb.tmp" | absent,
                                "repl_id": ..., "created_ms": ..., "parent": <pid>,
-                               "config": {"stream-node-max-entries": 100, ...}}'
+                               "config": {"stream-node-max-entries": 100, ...},
+                               "table_seed": <hex> | absent}'
 
 With `part_out` the snapshot is segmented (snapshot.writer.write_segmented): the nodes it must
 write go into that part file, the others stay in the part files it refers to. Exit status 0
@@ -58,6 +59,7 @@ from streamkeep.aof.fs import RealFS
 from streamkeep.aof.segment_reader import SegmentError, SegmentReader
 from streamkeep.engine.exec.functions import functions_payload
 from streamkeep.engine.exec.table import lookup
+from streamkeep.engine.model.bucket_table import use_process_seed
 from streamkeep.engine.runtime.core import EngineCore
 from streamkeep.engine.wire.errors import ReplyError, StorageError
 from streamkeep.snapshot.cold import SnapshotNodes
@@ -246,6 +248,8 @@ def build(job: dict, engine: EngineCore | None = None, expected: int = 1,
     snapshot's)."""
     fs = RealFS()
     directory = job["dir"]
+    if job.get("table_seed"):  # the parent's: tables made by replay are placed as its are
+        use_process_seed(bytes.fromhex(job["table_seed"]))
     progress = Progress(bool(job.get("progress")))
     if homes is None:
         homes = ValueHomes()

@@ -57,13 +57,21 @@ from streamkeep.aof.manifest import Manifest, PartEntry, SegmentEntry, SnapshotE
 from streamkeep.engine.exec.settings import (
     parse_size,  # Redis's memory units; engine.services.datadir imports it from here
 )
+from streamkeep.engine.model.bucket_table import process_seed
 from streamkeep.engine.model.value_types import TYPES
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.integrity import child_env
 from streamkeep.snapshot.layout import file_checksum
 from streamkeep.snapshot.reader import SnapshotError, file_chunks
-from streamkeep.snapshot.services.load import bind_node_indexes, node_indexes, noded_values
+from streamkeep.snapshot.services.load import (
+    bind_node_indexes,
+    bind_table_indexes,
+    node_indexes,
+    noded_values,
+    table_indexes,
+    tabled_values,
+)
 from streamkeep.snapshot.writer import stream_numbers
 
 if TYPE_CHECKING:
@@ -399,6 +407,8 @@ class Compactor:
             self.journal.manifest.repl_id, "created_ms": job.created_ms,
             "parent": os.getpid(),  # the child checks it is still ours once it can die with us
             "config": job.config,
+            # (the tables it makes by replay are placed as ours are: their runs can go cold)
+            "table_seed": process_seed().hex(),
             "progress": True,  # lines before the result: INFO persistence's phase and counts
         }
         proc = job.proc = self._builder()
@@ -528,13 +538,17 @@ class Compactor:
             return
         engine = self.engine
         with engine.lock:
-            found = noded_values(engine.keyspaces) if engine.residency.budget > 0 else []
+            budget = engine.residency.budget > 0
+            found = noded_values(engine.keyspaces) if budget else []
+            tables = tabled_values(engine.keyspaces) if budget else []
         indexed = node_indexes(store, found)  # (read outside the lock: the store is ours)
+        runs = table_indexes(store, tables)
         with engine.lock:
             residency = engine.residency
             for stream, number in job.numbering:
                 residency.bind(stream, store, number)
             bind_node_indexes(residency, indexed, store.clean_before, engine.keyspaces)
+            bind_table_indexes(residency, runs, engine.keyspaces)
             residency.switched(store)
         job.numbering = []
 

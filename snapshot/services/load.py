@@ -16,7 +16,11 @@ Also owns binding the engine's values kept as nodes to a snapshot's index of the
 (`noded_values`, `node_indexes`, `bind_node_indexes`: after a load and after a compaction's
 switch, with a `backlog-memory` budget), so that the nodes it holds may go cold
 (engine.model.residency); a lazy load gives such a value cold nodes from the start, reading
-only its two ends. Names no type: what a type keeps as nodes is its `ValueType.nodes`.
+only its two ends. The same for a big value's bucket table (a hash's or set's, its
+`ValueType.table_of`): bound to the snapshot's index of its runs (`tabled_values`,
+`table_indexes`, `bind_table_indexes`), and under a budget loaded with every run cold, only the
+runs that keep something beside their buckets (a hash's field TTLs) read. Names no type: what
+a type keeps as nodes is its `ValueType.nodes`, its table its `ValueType.table_of`.
 Must not touch: files other than through the reader, command semantics.
 """
 
@@ -25,7 +29,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from streamkeep.engine.exec.functions import restore_functions
 from streamkeep.engine.model.consumer_groups import ConsumerGroup
@@ -35,6 +39,7 @@ from streamkeep.engine.model.residency import (
     ColdValueNode,
     NodeIndex,
     Residency,
+    TableIndex,
     ValueNodes,
 )
 from streamkeep.engine.model.stream import Stream, cold_node
@@ -55,6 +60,7 @@ from streamkeep.snapshot.values import (
     ValueHome,
     ValueHomes,
     build_value,
+    codec_of,
     node_sums,
 )
 
@@ -108,7 +114,8 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
         lazy_nodes = lazy and homes is None and residency.budget > 0
         for row in snap.key_rows():
             if lazy_nodes and row.chunked is not None and \
-                    (held := _lazy_value(snap, store, row, residency)) is not None:
+                    ((held := _lazy_value(snap, store, row, residency)) is not None
+                     or (held := _lazy_table(store, row, residency)) is not None):
                 engine.keyspaces[held[0].slot][row.db][row.key] = held[1]
             elif row.chunked is not None:
                 vt, _decode = _value_type(path, row)
@@ -131,6 +138,8 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
             bind_node_indexes(residency, node_indexes(store, [
                 big for big in noded_values(engine.keyspaces) if big[3].home is None]),
                 store.clean_before)
+            bind_table_indexes(residency, table_indexes(store, [
+                big for big in tabled_values(engine.keyspaces) if big[3].home is None]))
         residency.switched(store)
         # What the load read of the file and its parts (at most all of them) stops being
         # resident: the pages stay mapped while the store keeps the files open.
@@ -213,6 +222,85 @@ def _lazy_value(snap: Snapshot, store: SnapshotNodes, row: KeyInfo, residency: R
     return vt, value
 
 
+def _lazy_table(store: SnapshotNodes, row: KeyInfo, residency: Residency
+                ) -> tuple[ValueType, Any] | None:
+    """A chunked value with a bucket table loaded with every run of it cold (a lazy load's),
+    and its type: only the runs that keep something beside their buckets read (a hash's field
+    TTLs); None when its type keeps no such table or the snapshot has no index of its runs
+    (an older snapshot's)."""
+    vt = BY_NAME.get(row.type or "")
+    if vt is None or vt.table_of is None:
+        return None
+    cold = codec_of(vt.name).cold
+    if cold is None:
+        return None
+    index = store.table_index(row)
+    if index is None:
+        return None
+    kept = [store.table_run_chunk(run) for run in index.runs if run.extras]
+    try:
+        value, table = cold(index.seed, index.size, index.split,
+                            sum(run.elements for run in index.runs), kept)
+    except ValueError as err:
+        raise SnapshotError(f"{store.path}: table tableruns, key {row.key!r} (db {row.db}): "
+                            f"{err}") from None
+    residency.bind_table(table, index)
+    return vt, value
+
+
+# A value with a bucket table whose runs may go cold: its type, database, key and the table.
+TabledValue = tuple[ValueType, int, bytes, Any]
+BigValue = tuple[ValueType, int, bytes, Any]  # either (or a value kept as nodes: NodedValue)
+T = TypeVar("T")
+
+
+def tabled_values(keyspaces: list[list[dict[bytes, Any]]]) -> list[TabledValue]:
+    """(type, db, key, table) of every value of `keyspaces` (the engine's, engine lock held)
+    with a bucket table whose runs may go cold (its type's `table_of`)."""
+    return [(vt, db, key, table) for vt in TYPES if (table_of := vt.table_of) is not None
+            for db, space in enumerate(keyspaces[vt.slot])
+            for key, value in space.items() if (table := table_of(value)) is not None]
+
+
+def table_indexes(store: SnapshotNodes, found: list[TabledValue]
+                  ) -> list[tuple[TabledValue, TableIndex]]:
+    """The snapshot's index of each table's runs, for those it holds with one (no engine
+    lock needed, as `node_indexes`). A damaged index leaves its table resident, with a
+    warning."""
+    return _indexed(found, store.table_runs, "buckets")
+
+
+def _indexed(found: list[BigValue], read: Callable[[int, bytes], T | None], what: str
+             ) -> list[tuple[BigValue, T]]:
+    """(value, its index `read` finds) of each of `found` that the snapshot holds with one;
+    one whose index is damaged is left out, with a warning (its `what` stay in memory)."""
+    out = []
+    for big in found:
+        vt, db, key, _value = big
+        try:
+            index = read(db, key)
+        except SnapshotError as err:
+            log.warning("the %s %r (db %d) keeps its %s in memory: %s", vt.name, key, db, what,
+                        err)
+            continue
+        if index:
+            out.append((big, index))
+    return out
+
+
+def bind_table_indexes(residency: Residency, indexed: list[tuple[TabledValue, TableIndex]],
+                       keyspaces: list[list[dict[bytes, Any]]] | None = None) -> None:
+    """Bind each table to its index (engine lock held); with `keyspaces`, only those still
+    the table of the value under their key."""
+    for (vt, db, key, table), index in indexed:
+        if keyspaces is not None:
+            table_of = vt.table_of
+            value = keyspaces[vt.slot][db].get(key)
+            if table_of is None or value is None or table_of(value) is not table:
+                continue
+        residency.bind_table(table, index)
+
+
 def _note_home(snap: Snapshot, row: KeyInfo, value: Any, homes: ValueHomes,
                chunks: list[tuple[str, int, int, int, int, list[bytearray]]],
                kind: ValueNodes | None) -> None:
@@ -252,18 +340,7 @@ def node_indexes(store: SnapshotNodes, found: list[NodedValue]
     """The snapshot's index of each value's nodes, for those it holds with one (no engine lock
     needed: the store is the caller's until it is switched to). A damaged index row leaves
     its value resident, with a warning: the snapshot itself was checked when it was made."""
-    out = []
-    for big in found:
-        vt, db, key, _value = big
-        try:
-            index = store.node_index(db, key)
-        except SnapshotError as err:
-            log.warning("the %s %r (db %d) keeps its nodes in memory: %s", vt.name, key, db,
-                        err)
-            continue
-        if index:
-            out.append((big, index))
-    return out
+    return _indexed(found, store.node_index, "nodes")
 
 
 def bind_node_indexes(residency: Residency, indexed: list[tuple[NodedValue, NodeIndex]],

@@ -23,9 +23,13 @@ from streamkeep.aof.fs import (
     LockedError,
     MappedTail,
     RealFS,
+    buffer_address,
     file_identity,
     file_system_type,
+    map_start,
     mapped_ranges,
+    open_identified,
+    resident_file_bytes,
 )
 from streamkeep.engine.wire.errors import StorageError
 
@@ -252,6 +256,37 @@ def test_mapped_ranges_find_where_the_file_is_mapped(tmp_path: Path) -> None:
     assert any(low <= address < high for low, high in ranges), (hex(address), ranges)
     assert sum(high - low for low, high in ranges) >= 4 * mmap.PAGESIZE
     assert mapped_ranges(str(path), identity) == []
+
+
+def test_a_view_into_a_map_tells_its_offset_in_the_file(tmp_path: Path) -> None:
+    """buffer_address and map_start: where a view of a file's map is in the file, without
+    reading it (how a cold table run's chunk is found for a pread); open_identified opens that
+    same file only."""
+    path = tmp_path / "mapped"
+    path.write_bytes(bytes(range(256)) * (mmap.PAGESIZE // 16))
+    identity = file_identity(str(path))
+    with open(path, "rb") as f:
+        mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        view = memoryview(mapping)[5000:5100]
+        offset = buffer_address(view) - map_start(identity)
+        del view
+        assert offset == 5000
+        fd = open_identified(str(path), identity)
+        assert fd is not None
+        try:
+            assert os.pread(fd, 100, offset) == mapping[5000:5100]
+        finally:
+            os.close(fd)
+    finally:
+        mapping.close()
+    assert buffer_address(memoryview(b"")) != 0
+    path.rename(tmp_path / "moved")
+    path.write_bytes(b"another file")
+    assert open_identified(str(path), identity) is None  # (not the file the identity names)
+    assert open_identified(str(tmp_path / "missing"), identity) is None
+    assert map_start(identity) == -1  # (no longer mapped)
+    assert resident_file_bytes() > 0  # (this interpreter's own code is file-backed)
 
 
 def test_reserve_allocates_past_the_end_without_growing_the_file(tmp_path: Path) -> None:

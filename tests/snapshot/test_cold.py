@@ -1,5 +1,5 @@
 """Cold nodes over real snapshot files (snapshot.cold, the lazy load, the raw copy), streams' and
-lists'.
+lists', and the cold runs of big hashes' and sets' bucket tables.
 
 A data directory opened with a `backlog-memory` budget loads its snapshot lazily (every node
 cold), reads nodes back when touched, keeps within its budget by making clean nodes cold again,
@@ -21,12 +21,21 @@ import pytest
 from streamkeep import Engine
 from streamkeep.aof.fs import file_identity
 from streamkeep.engine.model import lists, packed_node
-from streamkeep.engine.model.residency import ColdValueNode
-from streamkeep.engine.model.value_types import LIST
+from streamkeep.engine.model.bucket_table import COLD, BucketTable, build_pack
+from streamkeep.engine.model.packed_columns import pack_count
+from streamkeep.engine.model.residency import (
+    ColdRun,
+    ColdValueNode,
+    Residency,
+    TableIndex,
+    run_hash,
+)
+from streamkeep.engine.model.value_types import HASH, LIST, SET
 from streamkeep.engine.wire.errors import ReplyError, StorageError
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.reader import Snapshot, SnapshotError
+from streamkeep.snapshot.value_formats import Cut, run_buckets, table_chunks
 
 ENTRIES = 3_000  # 30 nodes of 100
 
@@ -730,3 +739,423 @@ def test_random_list_commands_over_cold_nodes_match_a_python_list(tmp_path) -> N
         assert int(info["list_nodes_cold"]) > 0 and int(info["stream_nodes_loaded"]) > 1000
     with Engine.open(path, **options) as engine:
         assert engine.execute("LRANGE", "q", 0, -1) == model
+
+
+# --- big hashes' and sets' bucket tables: cold runs ------------------------------------------
+# Under a budget a big hash's or set's runs of buckets that the current snapshot holds exactly
+# go cold; a read takes one bucket back from the snapshot and leaves the run cold, a write makes
+# the run resident again; a restart under a budget reads no run (but those holding field TTLs);
+# a compaction points the cold runs at the new file. Every reply is checked against a model and
+# against an engine that keeps everything resident.
+
+FIELDS = 60_000
+MEMBERS = 40_000
+
+
+def _fill_tables(engine: Engine, fields: int = FIELDS, members: int = MEMBERS) -> dict[bytes, bytes]:
+    model = {}
+    for first in range(0, fields, 2000):
+        args: list[bytes] = []
+        for i in range(first, min(first + 2000, fields)):
+            model[b"field-%d" % i] = b"value-%d" % i
+            args += [b"field-%d" % i, b"value-%d" % i]
+        engine.execute("HSET", "h", *args)
+    for first in range(0, members, 2000):
+        engine.execute("SADD", "s", *[b"m%d" % i for i in range(first, min(first + 2000,
+                                                                              members))])
+    return model
+
+
+def _table(engine: Engine, key: bytes = b"h", vt=HASH) -> BucketTable:
+    table = engine.keyspaces[vt.slot][0][key].table()
+    assert isinstance(table, BucketTable)
+    return table
+
+
+def _cold_runs(table: BucketTable) -> int:
+    home = table.home
+    return 0 if home is None else sum(table.buckets[run.first] is COLD for run in home.runs)
+
+
+def _pairs(reply: list[bytes]) -> dict[bytes, bytes]:
+    return dict(zip(reply[::2], reply[1::2], strict=True))
+
+
+@pytest.fixture
+def tables_compacted(tmp_path) -> tuple[str, dict[bytes, bytes], str]:
+    """A directory holding the hash `h` (one field with a TTL) and the set `s`, compacted
+    with no budget; the hash's model and the state's digest."""
+    path = str(tmp_path / "data")
+    with Engine.open(path, auto_aof_rewrite_percentage=0) as engine:
+        model = _fill_tables(engine)
+        engine.execute("HEXPIRE", "h", 100_000, "FIELDS", 1, "field-7")
+        engine.compact()
+        return path, model, engine.digest()
+
+
+def test_a_compaction_lets_the_runs_it_holds_go_cold(tmp_path) -> None:
+    with Engine.open(str(tmp_path / "data"), auto_aof_rewrite_percentage=0,
+                     backlog_memory=BUDGET) as engine:
+        model = _fill_tables(engine)
+        table = _table(engine)
+        assert table.home is None  # nothing is in a snapshot yet
+        engine.compact()
+        engine.execute("PING")  # (eviction runs between commands)
+        home = table.home
+        assert home is not None and len(home.runs) > 50
+        assert _cold_runs(table) > len(home.runs) * 0.8
+        assert engine.residency.resident <= BUDGET
+        assert table.nbytes < BUDGET  # what stays of the table's packs
+        info = _info(engine, "memory")
+        assert int(info["hash_runs_cold"]) == _cold_runs(table) == home.cold_runs
+        assert int(info["hash_elements_cold"]) == sum(
+            run.elements for run in home.runs if table.buckets[run.first] is COLD)
+        assert int(info["set_runs_cold"]) == _cold_runs(_table(engine, b"s", SET)) > 0
+        assert engine.execute("HLEN", "h") == FIELDS
+        assert _pairs(engine.execute("HGETALL", "h")) == model
+        assert engine.execute("SCARD", "s") == MEMBERS
+        assert engine.execute("SISMEMBER", "s", "m39999") == 1
+
+
+def test_a_read_leaves_its_run_cold_and_a_write_makes_it_resident(tmp_path) -> None:
+    with Engine.open(str(tmp_path / "data"), auto_aof_rewrite_percentage=0,
+                     backlog_memory=BUDGET) as engine:
+        _fill_tables(engine)
+        engine.compact()
+        engine.execute("PING")
+        table = _table(engine)
+        assert table.home is not None
+        cold = table.home.cold_runs
+        loads = engine.residency.loads
+        assert engine.execute("HGET", "h", "field-4242") == b"value-4242"
+        assert engine.execute("HEXISTS", "h", "no-such-field") == 0
+        assert engine.execute("HDEL", "h", "no-such-field") == 0  # (a miss changes nothing)
+        assert table.home.cold_runs == cold and engine.residency.loads > loads
+        i = table.slot(b"field-4242")
+        assert table.buckets[i] is COLD
+        engine.execute("HSET", "h", "field-4242", "changed")
+        assert table.buckets[i] is not COLD and table.home.cold_runs == cold - 1
+        engine.execute("CONFIG", "SET", "backlog-memory", "1")  # (every clean run goes)
+        engine.execute("PING")  # changed since the snapshot: it stays resident, and waits
+        assert table.buckets[i] is not COLD
+        assert engine.execute("HGET", "h", "field-4242") == b"changed"
+        assert int(_info(engine, "memory")["backlog_unsaved_bytes"]) > 0
+        engine.compact()  # the snapshot holds the change: the run may go now
+        engine.execute("PING")
+        assert table.buckets[i] is COLD
+        assert all(b is COLD for b in table.buckets)
+        assert engine.execute("HGET", "h", "field-4242") == b"changed"
+
+
+def test_a_restart_with_a_budget_reads_no_run(tables_compacted) -> None:
+    path, model, digest = tables_compacted
+    with Engine.open(path, backlog_memory=BUDGET) as engine:
+        table = _table(engine)
+        home = table.home
+        assert home is not None
+        assert home.cold_runs == len(home.runs) and table.nbytes == len(table.buckets)
+        assert engine.residency.loads == 0  # (the TTL's run was read, not made resident)
+        assert engine.execute("HTTL", "h", "FIELDS", 1, "field-7")[0] > 0
+        assert engine.execute("HGET", "h", "field-59999") == b"value-59999"
+        assert engine.digest() == digest
+        assert _pairs(engine.execute("HGETALL", "h")) == model
+        assert home.cold_runs == len(home.runs)  # (a scan reads, it leaves them cold)
+        assert _cold_runs(_table(engine, b"s", SET)) == len(_table(engine, b"s", SET).home.runs)
+    with Engine.open(path) as engine:  # no budget: loaded whole, as before
+        assert _table(engine).home is None
+        assert engine.digest() == digest
+
+
+def _hash_step(engine: Engine, plain: Engine, model: dict[bytes, bytes], rng: random.Random
+               ) -> None:
+    """One random hash command on both engines: the same reply, and the model kept."""
+    field = b"field-%d" % rng.randrange(FIELDS + 500)
+    op = rng.randrange(8)
+    if op == 0:
+        command = ["HSET", "h", field, b"v%d" % rng.randrange(1000)]
+        model[field] = command[3]
+    elif op == 1:
+        command = ["HDEL", "h", field]
+        model.pop(field, None)
+    elif op == 2:
+        command = ["HINCRBY", "h", b"counter-%d" % rng.randrange(50), 3]
+        model[command[2]] = b"%d" % (int(model.get(command[2], b"0")) + 3)
+    elif op == 3:
+        command = ["HMGET", "h", field, b"field-%d" % rng.randrange(FIELDS)]
+    elif op == 4:
+        command = ["HSTRLEN", "h", field]
+    elif op == 5:
+        command = ["HSCAN", "h", rng.randrange(20_000), "COUNT", 50]
+    elif op == 6:
+        command = ["HRANDFIELD", "h", -5]  # (random: compared by membership below)
+    else:
+        command = ["HGETDEL", "h", "FIELDS", 1, field]
+        model.pop(field, None)
+    got, want = engine.execute(*command), plain.execute(*command)
+    if op == 6:
+        assert len(got) == 5 and all(f in model for f in got)
+    else:
+        assert got == want, command
+
+
+def _set_step(engine: Engine, plain: Engine, members: set[bytes], rng: random.Random) -> None:
+    member = b"m%d" % rng.randrange(MEMBERS + 500)
+    op = rng.randrange(6)
+    if op == 0:
+        command = ["SADD", "s", member]
+        members.add(member)
+    elif op == 1:
+        command = ["SREM", "s", member]
+        members.discard(member)
+    elif op == 2:
+        command = ["SMISMEMBER", "s", member, b"m%d" % rng.randrange(MEMBERS)]
+    elif op == 3:
+        command = ["SSCAN", "s", rng.randrange(20_000), "COUNT", 40]
+    elif op == 4:
+        command = ["SRANDMEMBER", "s", 3]
+    else:
+        command = ["SCARD", "s"]
+    got, want = engine.execute(*command), plain.execute(*command)
+    if op == 4:
+        assert len(got) == 3 and all(m in members for m in got)
+    else:
+        assert got == want, command
+
+
+def test_random_commands_over_cold_runs_match_a_resident_engine(tmp_path) -> None:
+    rng = random.Random(75)
+    with Engine.open(str(tmp_path / "cold"), auto_aof_rewrite_percentage=0,
+                     backlog_memory=BUDGET) as engine, \
+            Engine.open(str(tmp_path / "plain"), auto_aof_rewrite_percentage=0) as plain:
+        model = _fill_tables(engine)
+        _fill_tables(plain)
+        members = {b"m%d" % i for i in range(MEMBERS)}
+        for round_ in range(4):
+            engine.compact()
+            engine.execute("PING")
+            assert _cold_runs(_table(engine)) > 0 and _cold_runs(_table(engine, b"s", SET)) > 0
+            assert engine.execute("DUMP", "h") == plain.execute("DUMP", "h")
+            assert engine.execute("MEMORY", "USAGE", "s") > 0
+            for _ in range(400):
+                _hash_step(engine, plain, model, rng)
+                _set_step(engine, plain, members, rng)
+            assert engine.digest() == plain.digest(), round_
+        assert _pairs(engine.execute("HGETALL", "h")) == model
+        assert set(engine.execute("SMEMBERS", "s")) == members
+        assert engine.execute("COPY", "h", "c") == 1  # a copy of a cold table is resident
+        assert _cold_runs(_table(engine, b"c")) == 0
+        assert _pairs(engine.execute("HGETALL", "c")) == model
+        engine.execute("RESTORE", "r", 0, engine.execute("DUMP", "s"))
+        assert set(engine.execute("SMEMBERS", "r")) == members
+        digest = engine.digest()
+    with Engine.open(str(tmp_path / "cold"), backlog_memory=BUDGET) as engine:
+        assert engine.digest() == digest
+
+
+def test_a_compaction_points_cold_runs_at_the_new_snapshot(tmp_path) -> None:
+    path = str(tmp_path / "data")
+    with Engine.open(path, auto_aof_rewrite_percentage=0, backlog_memory=BUDGET) as engine:
+        model = _fill_tables(engine)
+        engine.compact()
+        engine.execute("PING")
+        table = _table(engine)
+        assert table.home is not None
+        first = table.home.runs[0].store
+        engine.execute("HSET", "h", "one", "more")
+        model[b"one"] = b"more"
+        engine.compact()
+        engine.execute("PING")
+        assert table.home.runs[0].store is not first
+        assert _cold_runs(table) > len(table.home.runs) * 0.8
+        assert _pairs(engine.execute("HGETALL", "h")) == model
+        held = table.home.runs
+    # Closing the engine lets go of every store cold runs refer to.
+    assert all(run.store.identities == [] for run in held)  # type: ignore[attr-defined]
+
+
+def test_a_data_directory_four_times_the_budget_opens_serves_and_compacts(tmp_path) -> None:
+    """Values of about 4x the budget: opened under it, every command served, compacted, and
+    what the engine keeps of them stays within it."""
+    path = str(tmp_path / "data")
+    budget = 1 << 20
+    with Engine.open(path, auto_aof_rewrite_percentage=0) as engine:
+        model = _fill_tables(engine, fields=150_000, members=120_000)
+        engine.compact()
+        stored = _table(engine).nbytes + _table(engine, b"s", SET).nbytes
+        assert stored > 4 * budget
+        digest = engine.digest()
+    with Engine.open(path, auto_aof_rewrite_percentage=0, backlog_memory=budget) as engine:
+        tables = [_table(engine), _table(engine, b"s", SET)]
+        assert sum(t.nbytes for t in tables) <= budget
+        assert engine.digest() == digest
+        assert _pairs(engine.execute("HGETALL", "h")) == model
+        for i in range(0, 150_000, 997):
+            assert engine.execute("HGET", "h", b"field-%d" % i) == b"value-%d" % i
+            engine.execute("HSET", "h", b"field-%d" % i, b"new-%d" % i)
+            model[b"field-%d" % i] = b"new-%d" % i
+        engine.execute("SREM", "s", *[b"m%d" % i for i in range(0, 120_000, 5)])
+        engine.execute("PING")  # (what changed waits for the snapshot: it asks for one)
+        assert int(_info(engine, "memory")["backlog_unsaved_bytes"]) > 0
+        engine.compact()
+        engine.execute("PING")
+        assert engine.residency.resident <= budget
+        assert sum(t.nbytes for t in tables) <= budget
+        assert _pairs(engine.execute("HGETALL", "h")) == model
+        assert engine.execute("SCARD", "s") == 96_000
+        digest = engine.digest()
+    with Engine.open(path) as engine:
+        assert engine.digest() == digest
+
+
+def test_the_snapshot_indexes_each_run_of_a_table(tables_compacted) -> None:
+    path, _model, _digest = tables_compacted
+    name = next(f for f in os.listdir(path) if f.startswith("snapshot-"))
+    with Snapshot(os.path.join(path, name)) as snap:
+        row = next(r for r in snap.key_rows() if r.key == b"h")
+        found = list(snap.table_run_index(row))
+        assert row.chunked is not None and len(found) == row.chunked.chunks
+        assert sum(run.elements for *_at, run in found) == FIELDS
+        assert [run.extras for *_at, run in found].count(1) == 1  # the one field TTL
+        # (each chunk's place in its file: a cold run's read is one pread there)
+        assert all(run.offset > 0 and run.stored > run.nbytes for *_at, run in found)
+        at = 0
+        for _part, number, chunk, run in found:
+            assert run.first == at
+            at += run.buckets
+            body = layout.unseal("chunks", layout.chunk_key(number, chunk),
+                                 snap.parts[0].chunk_stored(number, chunk)
+                                 if snap.parts else snap.chunk_stored(number, chunk))
+            assert body is not None
+        assert at == found[0][3].size + found[0][3].split
+
+
+def test_a_damaged_run_is_refused_naming_the_file(tables_compacted) -> None:
+    path, _model, _digest = tables_compacted
+    with Engine.open(path, backlog_memory=BUDGET) as engine:
+        table = _table(engine)
+        assert table.home is not None
+        run = table.home.runs[3]
+        bad = ColdRun(run.store, run.part, run.number, run.chunk, run.first, run.buckets,
+                      run.elements, run.size, bytes(16))  # (another hash than the chunk's)
+        with pytest.raises(StorageError, match="not the table run recorded"):
+            bad.read()
+        assert run.offset > 0
+        moved = ColdRun(run.store, run.part, run.number, run.chunk, run.first, run.buckets,
+                        run.elements, run.size, run.hash, run.extras, run.offset + 1,
+                        run.stored)  # (a place off by a byte: its checksum fails)
+        with pytest.raises(StorageError, match="checksum mismatch"):
+            moved.read()
+        assert len(run.read()) == run.buckets  # (the right place still reads)
+
+
+def test_an_index_claiming_more_buckets_than_its_file_holds_is_refused(tables_compacted
+                                                                        ) -> None:
+    """A damaged tableruns row (checksum recomputed: a forgery) naming billions of buckets
+    is refused with an error naming the file, before anything is allocated for them."""
+    import lmdb
+
+    path, _model, _digest = tables_compacted
+    with Snapshot(_snapshot_path_of(path)) as snap:
+        row = next(r for r in snap.key_rows() if r.key == b"s")
+        part, number, chunk, run = list(snap.table_run_index(row))[-1]
+        file = snap.parts[part].path if part >= 0 else snap.path
+    key = layout.chunk_key(number, chunk)
+    forged = run._replace(buckets=run.buckets + (1 << 40), nbytes=run.nbytes + (1 << 40))
+    env = lmdb.open(file, subdir=False, max_dbs=layout.MAX_TABLES, lock=False)
+    try:
+        with env.begin(write=True, db=env.open_db(b"tableruns")) as txn:
+            txn.put(key, layout.seal("tableruns", key, layout.encode_table_run(forged)))
+    finally:
+        env.close()
+    store = SnapshotNodes(_snapshot_path_of(path), 0)  # (no manifest: its sizes would tell)
+    try:
+        with pytest.raises(SnapshotError, match="buckets recorded"):
+            store.table_runs(0, b"s")
+    finally:
+        store.close()
+
+
+def test_runs_are_cut_where_they_were(tmp_path) -> None:
+    """A table written, changed in one bucket, written again: every run but that bucket's is
+    the same run (a cold one stays pointed at the new file)."""
+    table = BucketTable(2, 0)
+    for i in range(50_000):
+        table.put(b"field-%d" % i, b"value-%d" % i)
+    cut = Cut(4096, 64 << 10)
+    before = [run for _body, _n, run in table_chunks(table, cut, lambda _start, _end: [])]
+    table.put(b"field-7", b"changed")
+    after = [run for _body, _n, run in table_chunks(table, cut, lambda _start, _end: [])]
+    assert len(before) == len(after) > 10
+    changed = [a for a, b in zip(before, after, strict=True) if a != b]
+    assert len(changed) == 1 and changed[0].first <= table.slot(b"field-7") < \
+        changed[0].first + changed[0].buckets
+    assert run_buckets(table, cut) & (run_buckets(table, cut) - 1) == 0  # a power of two
+
+
+class _Store:
+    """Runs kept in memory, as a snapshot would hold them."""
+
+    def __init__(self) -> None:
+        self.packs: dict[int, list[bytes]] = {}
+        self.reads = 0
+
+    def table_run(self, run: ColdRun) -> list[bytes]:
+        self.reads += 1
+        return self.packs[run.first]
+
+    def close(self) -> None:
+        pass
+
+
+def _bound(budget: int) -> tuple[BucketTable, Residency, _Store]:
+    table = BucketTable(1, 0)
+    for i in range(5_000):
+        table.add(b"member-%d" % i)
+    store = _Store()
+    runs = []
+    for first in range(0, len(table.buckets), 64):
+        packs = table.buckets[first:first + 64]
+        store.packs[first] = list(packs)
+        runs.append(ColdRun(store, -1, 1, first // 64, first, len(packs),
+                            sum(pack_count(b, 1) for b in packs), sum(map(len, packs)),
+                            run_hash(packs)))
+    residency = Residency(budget)
+    assert residency.bind_table(table, TableIndex(table.seed, table.size, table.split,
+                                                  runs)) is not None
+    return table, residency, store
+
+
+def test_a_table_reads_through_its_cold_buckets() -> None:
+    table, residency, store = _bound(1)
+    residency.evict()
+    assert all(b is COLD for b in table.buckets) and table.nbytes == len(table.buckets)
+    assert b"member-17" in table and b"member-5000" not in table
+    assert store.reads == 2 and all(b is COLD for b in table.buckets)
+    assert sorted(table.keys()) == sorted(b"member-%d" % i for i in range(5_000))
+    assert table.add(b"member-5000") and table.pop(b"member-3") == b"member-3"
+    assert table.count == 5_000
+    resident = [b for b in table.buckets if b is not COLD]
+    assert 0 < len(resident) <= 128 and table.nbytes == sum(map(len, table.buckets))
+    twin = table.copy()
+    assert COLD not in twin.buckets and sorted(twin.keys()) == sorted(table.keys())
+
+
+def test_a_table_placed_otherwise_is_not_bound() -> None:
+    table = BucketTable(1, 0, seed=bytes(16))
+    table.add(b"x")
+    assert Residency(1).bind_table(table, TableIndex(b"\x01" * 16, 1, 0, [
+        ColdRun(_Store(), -1, 1, 0, 0, 1, 1, len(table.buckets[0]),
+                run_hash(table.buckets))])) is None
+    assert table.home is None
+
+
+def test_a_tableruns_row_round_trips_and_bad_ones_are_refused() -> None:
+    row = layout.TableRunRow(bytes(16), 8, 3, 0, 4, 20, 300, bytes(range(16)), 1)
+    assert layout.decode_table_run(layout.encode_table_run(row)) == row
+    for bad in (row._replace(hash=b"short"), row._replace(buckets=0),
+                row._replace(elements=-1)):
+        with pytest.raises(ValueError):
+            layout.decode_table_run(layout.encode_table_run(bad))
+    with pytest.raises(ValueError):
+        layout.decode_table_run(b"\x93\x01\x02\x03")
+    assert build_pack([[b"a"]]) != COLD

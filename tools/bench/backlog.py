@@ -1,5 +1,5 @@
-"""The ``backlog`` section's workloads: a stream and a list bigger than their memory budget, cold
-against resident, each mode in a fresh child process (``python -m streamkeep.tools.bench.backlog
+"""The ``backlog`` section's workloads: a stream, a list and a hash bigger than their memory
+budget, cold against resident, each mode in a fresh child process (``python -m streamkeep.tools.bench.backlog
 MODE PATH ...``) on its own copy of a data set built once per run (the stream's written as a
 snapshot directly: :func:`build`, which nodes_child.py runs under each checkout); a small
 stream's compaction; a trimmed stream compacted 50 times. Must not touch: the engine's storage.
@@ -43,6 +43,10 @@ LIST_KEY = "queue"
 LIST_BUDGET = 8 << 20  # backlog-memory of the list_cold mode: 8mb
 ELEMENTS = Size(10, 1, per_n=True, least=50_000)  # the list's: 2,000,000 at the default N
 PUSH_BATCH = PAGE = 1_000  # elements an RPUSH of the build, an LRANGE of the scan
+HASH_KEY = "big"
+HASH_BUDGET = 64 << 20  # backlog-memory of the hash_cold mode: 64mb
+FIELDS = Size(50, 1, per_n=True, least=100_000)  # the hash's: 10,000,000 at the default N
+HGETS = 50_000  # HGETs of random fields, timed
 MB = 1 << 20
 
 
@@ -67,6 +71,22 @@ def build_list(path: str, count: int) -> None:
             engine.execute("RPUSH", LIST_KEY, *(b"job:%08d:payload-xxxxxxxxxx" % i
                                                 for i in range(first, min(first + PUSH_BATCH,
                                                                           count))))
+        engine.compact(wait=True)
+
+
+def _field(i: int) -> bytes:
+    return b"field:%010d" % i
+
+
+def build_hash(path: str, count: int) -> None:
+    """A data directory at `path` holding the hash's data set: `count` fields, compacted."""
+    from streamkeep import Engine
+
+    with Engine.open(path, appendfsync="no", auto_aof_rewrite_percentage=0) as engine:
+        for first in range(0, count, PUSH_BATCH):
+            engine.execute("HSET", HASH_KEY, *(x for i in range(first, min(first + PUSH_BATCH,
+                                                                          count))
+                                               for x in (_field(i), b"value-%d" % i)))
         engine.compact(wait=True)
 
 
@@ -142,6 +162,32 @@ def list_child(mode: str, path: str) -> dict[str, float]:
             "scan_s": scan}
 
 
+def hash_child(mode: str, path: str) -> dict[str, float]:
+    """A hash mode: open the copy in `path` in this process, to its first HGET served, then
+    HGETS random fields."""
+    import random
+
+    from streamkeep import Engine
+
+    rng = random.Random(7)
+    budget = HASH_BUDGET if mode == "hash_cold" else 0
+    began = time.perf_counter()
+    with Engine.open(path, backlog_memory=budget, auto_aof_rewrite_percentage=0) as engine:
+        execute = engine.execute
+        count = int(execute("HLEN", HASH_KEY))
+        assert execute("HGET", HASH_KEY, _field(count - 1)) == b"value-%d" % (count - 1)
+        restart, rss = time.perf_counter() - began, proc_status("VmRSS")
+        picks = [rng.randrange(count) for _ in range(HGETS)]
+        began = time.perf_counter()
+        for i in picks:
+            execute("HGET", HASH_KEY, _field(i))
+        hgets = HGETS / (time.perf_counter() - began)
+        assert execute("HGET", HASH_KEY, _field(picks[0])) == b"value-%d" % picks[0]
+        cold = int(info_fields(execute("INFO", "memory")).get("hash_elements_cold", "0"))
+    return {"restart_s": restart, "open_rss": rss, "peak_rss": proc_status("VmHWM"),
+            "hget_per_s": hgets, "cold_fields": cold, "fields": count}
+
+
 def written_by(path: str, entry: object) -> int:
     """Bytes of the files a compaction wrote: its snapshot's own file and its new part."""
     from streamkeep.aof.manifest import SnapshotEntry, part_file
@@ -195,6 +241,25 @@ def bench_list_mode(env: BenchEnv, mode: str) -> Measurement:
     figures = {"restart_s": got["restart_s"], "open_rss_mb": got["open_rss"] / MB,
                "cold_elements": got["cold_elements"], "scan_s": got["scan_s"]}
     return Measurement(count / got["scan_s"], count=count, figures=figures)
+
+
+def bench_hash(env: BenchEnv) -> Measurement:
+    """The big hash cold (``hash_cold``, a fresh process under HASH_BUDGET) and resident
+    (``hash_resident``), one after the other on copies of one data set: the cold process's
+    HGET rate, its restart and RSS against the resident one's as figures."""
+    def made(path: str) -> None:
+        build_hash(path, FIELDS(env))
+
+    resident = _in_child(env, "backlog-hash-data", made, "hash_resident")
+    cold = _in_child(env, "backlog-hash-data", made, "hash_cold")
+    figures = {"restart_s": cold["restart_s"], "resident_restart_s": resident["restart_s"],
+               "restart_ratio": cold["restart_s"] / resident["restart_s"],
+               "open_rss_mb": cold["open_rss"] / MB, "resident_rss_mb": resident["open_rss"] / MB,
+               "rss_ratio": cold["open_rss"] / resident["open_rss"],
+               "peak_rss_mb": cold["peak_rss"] / MB,
+               "resident_hget_per_s": resident["hget_per_s"],
+               "cold_fields": cold["cold_fields"], "fields": cold["fields"]}
+    return Measurement(cold["hget_per_s"], count=HGETS, figures=figures)
 
 
 def bench_compact_small(env: BenchEnv) -> Measurement:
@@ -251,5 +316,7 @@ def bench_trimmed(env: BenchEnv) -> Measurement:
 if __name__ == "__main__":  # the child
     if sys.argv[1].startswith("list_"):
         print(json.dumps(list_child(sys.argv[1], sys.argv[2])), flush=True)
+    elif sys.argv[1].startswith("hash_"):
+        print(json.dumps(hash_child(sys.argv[1], sys.argv[2])), flush=True)
     else:
         print(json.dumps(child(sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6]))))

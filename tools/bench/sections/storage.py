@@ -155,6 +155,10 @@ BACKLOG_WRITTEN_TARGET = 3.0  # bytes that compaction writes / the log bytes of 
 BACKLOG_SCAN_TARGET = 0.9  # a full scan of the segmented snapshot / of the one-file one
 BACKLOG_SPACE_TARGET = 1.5  # a trimmed stream after 50 compactions: disk / one file, at most
 
+HASH_RESTART_RATIO_TARGET = 0.2  # a big hash's restart to serving, cold / resident, at most
+HASH_RSS_RATIO_TARGET = 0.3  # its RSS after that restart, cold / resident, at most
+HASH_COLD_HGET_TARGET = 20_000  # HGETs/s of random cold fields, at least
+
 BACKLOG = Section("backlog", (
     Benchmark("cold", f"XADD on a big backlog, backlog-memory {backlog.BUDGET >> 20}mb (fresh "
                       "process)", partial(backlog.bench_mode, mode="cold")),
@@ -170,9 +174,12 @@ BACKLOG = Section("backlog", (
     Benchmark("list_resident", "a long list scanned by LRANGE pages, all resident "
                                "(elements/s, fresh process)",
               partial(backlog.bench_list_mode, mode="list_resident")),
+    Benchmark("hash_cold", f"HGET of random fields of a big hash, backlog-memory "
+                           f"{backlog.HASH_BUDGET >> 20}mb, after a restart (fresh process; "
+                           "the same hash resident beside it)", backlog.bench_hash),
 ), sizes=(
     ("stream entries", backlog.ENTRIES), ("new entries before the compaction", backlog.COMPACT_ENTRIES),
-    ("list elements", backlog.ELEMENTS)), figures=(
+    ("list elements", backlog.ELEMENTS), ("hash fields", backlog.FIELDS)), figures=(
     extra("cold: peak RSS", "cold", "peak_rss_mb", "MB", BACKLOG_RSS_TARGET, at_most=True),
     extra("resident: peak RSS", "resident", "peak_rss_mb", "MB"),
     ratio("XADD/s, cold / resident", "cold", "resident", BACKLOG_XADD_RATIO_TARGET),
@@ -200,4 +207,15 @@ BACKLOG = Section("backlog", (
     extra("list cold: RSS after the restart", "list_cold", "open_rss_mb", "MB"),
     extra("list resident: RSS after the restart", "list_resident", "open_rss_mb", "MB"),
     ratio("list scan (LRANGE pages), cold / resident", "list_cold", "list_resident"),
+    extra("hash cold: HGET of random cold fields", "hash_cold", "hget_per_s", "/s",
+          HASH_COLD_HGET_TARGET),
+    extra("hash: restart to serving, cold / resident", "hash_cold", "restart_ratio",
+          target=HASH_RESTART_RATIO_TARGET, at_most=True),
+    extra("hash: RSS after the restart, cold / resident", "hash_cold", "rss_ratio",
+          target=HASH_RSS_RATIO_TARGET, at_most=True),
+    extra("hash cold: restart to serving", "hash_cold", "restart_s", "s"),
+    extra("hash resident: restart to serving", "hash_cold", "resident_restart_s", "s"),
+    extra("hash cold: RSS after the restart", "hash_cold", "open_rss_mb", "MB"),
+    extra("hash resident: RSS after the restart", "hash_cold", "resident_rss_mb", "MB"),
+    extra("hash resident: HGET of random fields", "hash_cold", "resident_hget_per_s", "/s"),
 ))
