@@ -403,7 +403,7 @@ class TableHome:
     bytes of its runs queued now (let go of when a newer snapshot's home replaces this one)."""
 
     __slots__ = ("table", "residency", "runs", "starts", "cold_runs", "cold_elements",
-                 "cold_bytes", "queued_bytes")
+                 "cold_bytes", "queued_bytes", "missed")
 
     def __init__(self, table: BucketTable, residency: Residency, runs: list[ColdRun]) -> None:
         self.table = table
@@ -414,6 +414,9 @@ class TableHome:
         self.cold_elements = 0
         self.cold_bytes = 0
         self.queued_bytes = 0
+        # first bucket -> the engine's rotation clock when the run was found changed (see
+        # Residency._evict_table_run)
+        self.missed: dict[int, int] = {}
 
     def run_of(self, i: int) -> ColdRun:
         """The run holding bucket i (one of a cold bucket's: every cold bucket is in one)."""
@@ -685,8 +688,10 @@ class Residency:
 
     def _evict_table_run(self, run: ColdRun, home: TableHome, nbytes: int) -> None:
         """A queued table run: cold if its buckets hash as the snapshot's (their slots become
-        COLD); waiting for the next snapshot if they changed since; gone from the queue if its
-        table was bound to a newer snapshot since (or the run is cold already)."""
+        COLD); waiting for the next snapshot if they changed since (and asking for it); gone
+        from the queue if its table was bound to a newer snapshot since, if the run is cold
+        already, or if it changed and a snapshot rotated since did not bind the table again
+        (it stays resident)."""
         self.resident -= nbytes
         home.queued_bytes -= nbytes
         table = home.table
@@ -696,6 +701,14 @@ class Residency:
             return
         packs = buckets[first:first + count]
         if sum(map(len, packs)) != run.size or run_hash(packs) != run.hash:
+            missed = home.missed.get(first)
+            if missed is not None and self.last_tick > missed:
+                # A snapshot rotated since it changed and did not bind the table again (it
+                # stopped being chunked, or its index was damaged): none will hold this run,
+                # it stays resident and asks for no compaction.
+                del home.missed[first]
+                return
+            home.missed[first] = self.last_tick
             self.resident += nbytes
             home.queued_bytes += nbytes
             self.waiting.append((run, home, nbytes))

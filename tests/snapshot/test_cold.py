@@ -847,6 +847,36 @@ def test_a_read_leaves_its_run_cold_and_a_write_makes_it_resident(tmp_path) -> N
         assert engine.execute("HGET", "h", "field-4242") == b"changed"
 
 
+def test_a_changed_run_no_snapshot_takes_again_stays_resident_and_asks_no_more(tmp_path
+                                                                              ) -> None:
+    """A table that stops being chunked (most of its fields deleted) is not bound to the next
+    snapshot: its changed runs stop waiting for one (they stay resident) instead of asking for
+    compaction after compaction."""
+    with Engine.open(str(tmp_path / "data"), auto_aof_rewrite_percentage=0,
+                     backlog_memory=BUDGET) as engine:
+        model = _fill_tables(engine)
+        engine.compact()
+        engine.execute("PING")
+        table = _table(engine)
+        home = table.home
+        assert home is not None and home.cold_runs > 0
+        engine.execute("CONFIG", "SET", "backlog-memory", "1")
+        gone = [b"field-%d" % i for i in range(0, FIELDS) if i % 20]
+        for first in range(0, len(gone), 2000):
+            engine.execute("HDEL", "h", *gone[first:first + 2000])
+        for field in gone:
+            del model[field]
+        engine.execute("PING")  # (changed since the snapshot: they wait, and ask for one)
+        assert int(_info(engine, "memory")["backlog_unsaved_bytes"]) > 0
+        before = table.home
+        engine.compact()  # (the hash is one keys row now: its table is not bound again)
+        assert table.home is before
+        engine.execute("PING")
+        assert int(_info(engine, "memory")["backlog_unsaved_bytes"]) == 0
+        assert not engine.residency.waiting
+        assert _pairs(engine.execute("HGETALL", "h")) == model
+
+
 def test_a_restart_with_a_budget_reads_no_run(tables_compacted) -> None:
     path, model, digest = tables_compacted
     with Engine.open(path, backlog_memory=BUDGET) as engine:
