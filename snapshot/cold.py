@@ -8,8 +8,7 @@ the snapshot's index of the value's nodes (`node_index`: the listnodes rows, sna
 and reads a cold value node back from its chunk (`value_node`: the chunk's checksum, then the
 node's hash and length against its placeholder's; the last chunk read is kept unpacked, so a
 scan reads each chunk once). For a big hash or set it reads the index of its bucket table's
-runs (`table_runs`: the tableruns rows, and where each run's chunk is in its file, found from
-the B-tree alone) and a cold run's packs back from its chunk (`table_run`: read with pread at
+runs (`table_runs`: the tableruns rows, each with where its run's chunk is in its file) and a cold run's packs back from its chunk (`table_run`: read with pread at
 that place, so random lookups map no page of the file; checked: the stored value's checksum,
 then the run's place, hash and length; the last few runs read are kept, so a scan or a burst
 of lookups near each other reads each chunk once). The file stays open (and readable after a

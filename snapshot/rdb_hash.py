@@ -346,7 +346,7 @@ def _build(count: int, bodies: Iterable[Body], _indexed: bool, _on_nodes: OnNode
     return value, table.count
 
 
-def _cold(seed: bytes, size: int, split: int, count: int, kept: list[TableChunk]
+def _cold(seed: bytes, size: int, split: int, count: int, kept: Iterable[TableChunk]
           ) -> tuple[Hash, PairTable]:
     """A hashtable hash whose buckets are all cold (ChunkCodec.cold): its fields' TTLs from
     the runs that keep some (`kept`)."""

@@ -200,7 +200,7 @@ def _build(count: int, bodies: Iterable[Body], _indexed: bool, _on_nodes: OnNode
     return value, table.count
 
 
-def _cold(seed: bytes, size: int, split: int, count: int, _kept: list[TableChunk]
+def _cold(seed: bytes, size: int, split: int, count: int, _kept: Iterable[TableChunk]
           ) -> tuple[RSet, BucketTable]:
     """A hashtable set whose buckets are all cold (ChunkCodec.cold)."""
     table = BucketTable(1, 0)

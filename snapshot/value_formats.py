@@ -86,9 +86,10 @@ class ChunkCodec:
     length: Callable[[Any], int]  # a built value's elements
     # A value whose bucket table is all cold (a lazy load's, `backlog-memory`), built from the
     # table's placement (seed, size, split), its records and the chunks of its runs that keep
-    # something beside their buckets (their `extra`: a hash's TTLs); the value and its table.
-    # None: the type keeps no bucket table whose runs go cold.
-    cold: Callable[[bytes, int, int, int, list[TableChunk]], tuple[Any, BucketTable]] | None = None
+    # something beside their buckets (their `extra`: a hash's TTLs), read one at a time as it
+    # goes; the value and its table. None: the type keeps no bucket table whose runs go cold.
+    cold: Callable[[bytes, int, int, int, Iterable[TableChunk]],
+                   tuple[Any, BucketTable]] | None = None
 
 
 # binary: bytes; double: a float; expiry: an absolute Unix time in ms, or None for none; index:

@@ -237,7 +237,8 @@ def _lazy_table(store: SnapshotNodes, row: KeyInfo, residency: Residency
     index = store.table_index(row)
     if index is None:
         return None
-    kept = [store.table_run_chunk(run) for run in index.runs if run.extras]
+    # (a generator: one chunk held at a time, however many runs keep TTLs)
+    kept = (store.table_run_chunk(run) for run in index.runs if run.extras)
     try:
         value, table = cold(index.seed, index.size, index.split,
                             sum(run.elements for run in index.runs), kept)
