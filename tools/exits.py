@@ -173,6 +173,13 @@ def positive_int(text: str) -> int:
 
 
 def _first_interrupt(signum: int, frame: Any) -> None:
+    if frame is not None and frame.f_globals.get("__name__") == "logging":
+        # Inside logging's own code: its at-fork hooks (run when a child is started with a
+        # preexec_fn) take its module lock before the fork and release it after. Raised
+        # between the two, the release fails with a traceback, or the lock stays taken and
+        # the next log line hangs. Delivered a moment later, outside it.
+        _redeliver(signum)
+        return
     # Later signals are ignored: the cleanup this one starts (removing a half-made output,
     # stopping a child, releasing a lock) must not be cut short and end in a traceback.
     for other in ENDING_SIGNALS:
@@ -183,11 +190,12 @@ def _first_interrupt(signum: int, frame: Any) -> None:
 def _interrupt_again(signum: int, frame: Any) -> None:
     # A redelivered interrupt: raised now unless the main thread is still inside the hook that
     # reported the dropped one (raised there, it would be dropped again, with a traceback).
-    while frame is not None:
-        if frame.f_code is _dropped.__code__:
+    outer = frame
+    while outer is not None:
+        if outer.f_code is _dropped.__code__:
             _redeliver(signum)
             return
-        frame = frame.f_back
+        outer = outer.f_back
     _first_interrupt(signum, frame)
 
 

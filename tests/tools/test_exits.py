@@ -153,6 +153,26 @@ def test_a_signal_in_an_at_fork_hook_still_ends_the_command(
 
 
 @main_thread_only
+@pytest.mark.parametrize("signum", SIGNALS, ids=[s.name for s in SIGNALS])
+def test_a_signal_inside_logging_is_raised_once_out_of_it(
+        signum: int, capsys: pytest.CaptureFixture[str]) -> None:
+    """logging's at-fork hooks take its module lock before a fork and release it after: an
+    interrupt raised inside them fails the release (a traceback) or leaves the lock taken. One
+    that lands in logging's code is raised a moment later, outside it."""
+    import logging
+
+    namespace = {"__name__": logging.__name__, "os": os}
+    exec("def in_logging(signum):\n"  # noqa: S102 (a function with logging's module name)
+         "    os.kill(os.getpid(), signum)\n"
+         "    for _ in range(1000):\n"
+         "        pass\n", namespace)
+    with signals_handled():
+        namespace["in_logging"](signum)  # the handler runs in there: it does not raise there
+        assert _interrupted_within(10_000) < 10_000
+    assert "Exception ignored" not in capsys.readouterr().err
+
+
+@main_thread_only
 def test_a_signal_ignored_from_the_start_stays_ignored() -> None:
     """`nohup` ignores SIGHUP before the command starts: the command does not undo that."""
     before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
