@@ -652,17 +652,66 @@ class Snapshot:
 
     def _check_chunks(self, problems: list[str], limit: int) -> None:
         """Every chunked value's chunks: there, sound, decodable, as many elements as
-        recorded."""
+        recorded; and each tableruns row the run its chunk holds, at the place it records."""
         for row in self.key_rows():
             if row.chunked is None or row.type is None:
                 continue
             try:
                 for _element in self.value_elements(row):
                     pass
+                for part, number, index, run in self.table_run_index(row):
+                    snap = self if part < 0 else self.parts[part]
+                    why = snap._run_row_problem(row.type, number, index, run)
+                    if why is not None:
+                        raise SnapshotError(
+                            f"{snap.name}: table tableruns, key "
+                            f"{row.key.decode(errors='backslashreplace')!r} (db {row.db}), "
+                            f"chunk {index}: {why}")
             except SnapshotError as err:
                 problems.append(str(err))
                 if len(problems) >= limit:
                     return
+
+    def _run_row_problem(self, type_name: str, number: int, index: int,
+                         run: layout.TableRunRow) -> str | None:
+        """How the tableruns row of this file's chunk `index` of value `number` (of type
+        `type_name`; the chunk itself checked already) fails to describe it, None if it does:
+        the run the chunk holds (its placement, first bucket, buckets, records, bytes, hash,
+        extras), and the chunk's stored value at the place the row records in the file."""
+        from streamkeep.snapshot.value_formats import run_row, table_chunk
+        from streamkeep.snapshot.values import chunk_elements
+
+        stored = self._get("chunks", layout.chunk_key(number, index))
+        if stored is None:
+            return "describes a chunk the file does not hold"
+        body = layout.unseal("chunks", layout.chunk_key(number, index), stored)
+        try:
+            chunk = None if body is None else table_chunk(body)
+        except ValueError:
+            chunk = None
+        if body is None or chunk is None:
+            return "describes a chunk that is not a run of a table's buckets"
+        described = run_row(chunk, len(chunk_elements(type_name, body)))
+        if run._replace(offset=-1, stored=0) != described:
+            return "describes another run than its chunk holds"
+        if run.offset >= 0 and self._read_at(run.offset, run.stored) != stored:
+            return (f"places its chunk at offset {run.offset} ({run.stored} bytes) of the "
+                    f"file, where the chunk is not")
+        return None
+
+    def _read_at(self, offset: int, size: int) -> bytes:
+        """`size` bytes of the file from `offset` (fewer past its end)."""
+        from streamkeep.aof.fs import RealFS
+
+        fs = RealFS()
+        try:
+            fd = fs.open_read(self.path)
+        except OSError as err:
+            raise SnapshotError(f"{self.name}: cannot read ({err.strerror})") from None
+        try:
+            return fs.pread(fd, size, offset)
+        finally:
+            fs.close(fd)
 
     def stream(self, db: int, key: bytes) -> StreamInfo | None:
         raw = layout.stream_key(db, key)

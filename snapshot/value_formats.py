@@ -239,8 +239,16 @@ def table_chunks(table: BucketTable, cut: Cut, extra: Callable[[int, int], list]
         count = sum(pack_count(b, table.ncols) for b in packs)
         more = extra(start, end)
         body = packb([table.seed, table.size, table.split, start, packs, more])
-        yield body, count, TableRunRow(table.seed, table.size, table.split, start, end - start,
-                                       count, sum(map(len, packs)), run_hash(packs), len(more))
+        yield body, count, run_row(TableChunk(table.seed, table.size, table.split, start, packs,
+                                              more), count)
+
+
+def run_row(chunk: TableChunk, elements: int) -> TableRunRow:
+    """The tableruns row describing `chunk`, a run of `elements` records (its place in the
+    file not known)."""
+    return TableRunRow(chunk.seed, chunk.size, chunk.split, chunk.first, len(chunk.packs),
+                       elements, sum(map(len, chunk.packs)), run_hash(chunk.packs),
+                       len(chunk.extra))
 
 
 def run_buckets(table: BucketTable, cut: Cut) -> int:
@@ -321,5 +329,5 @@ def adopt_table(table: BucketTable, chunks: Iterable[TableChunk]) -> None:
 
 __all__ = ["Body", "Chunk", "ChunkCodec", "Column", "Columns", "Cut", "Kind", "OnNodes",
            "TABLE_RUN_BYTES", "TableChunk", "TypeFormats", "ValueTable", "adopt_table", "cut_columns",
-           "node_chunk_blobs", "node_chunks", "packb", "run_buckets", "scan_pages", "table_chunk",
+           "node_chunk_blobs", "node_chunks", "packb", "run_buckets", "run_row", "scan_pages", "table_chunk",
            "table_chunks", "table_runs", "unpack"]

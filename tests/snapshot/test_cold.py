@@ -15,6 +15,7 @@ import os
 import random
 import shutil
 import zlib
+from typing import Any
 
 import pytest
 
@@ -1109,6 +1110,46 @@ def test_an_index_claiming_more_buckets_than_its_file_holds_is_refused(tables_co
             store.table_runs(0, b"s")
     finally:
         store.close()
+
+
+def _forge_run_row(path: str, key_name: bytes, change: dict[str, Any]) -> tuple[str, int]:
+    """Rewrite the last tableruns row of key `key_name` with `change` (its check recomputed:
+    a forgery); the file holding it and the row's chunk index."""
+    import lmdb
+
+    with Snapshot(_snapshot_path_of(path)) as snap:
+        row = next(r for r in snap.key_rows() if r.key == key_name)
+        part, number, chunk, run = list(snap.table_run_index(row))[-1]
+        file = snap.parts[part].path if part >= 0 else snap.path
+    key = layout.chunk_key(number, chunk)
+    env = lmdb.open(file, subdir=False, max_dbs=layout.MAX_TABLES, lock=False)
+    try:
+        with env.begin(write=True, db=env.open_db(b"tableruns")) as txn:
+            txn.put(key, layout.seal("tableruns", key,
+                                     layout.encode_table_run(run._replace(**change))))
+    finally:
+        env.close()
+    return file, chunk
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"hash": b"\x00" * 16}, "describes another run than its chunk holds"),
+    ({"elements": 1}, "describes another run than its chunk holds"),
+    ({"offset": 0}, "places its chunk at offset 0"),
+], ids=["hash", "elements", "offset"])
+def test_the_snapshots_check_compares_each_run_row_with_its_chunk(
+        tables_compacted, change: dict[str, Any], says: str) -> None:
+    """`verify --deep`'s check of a snapshot reads every tableruns row's chunk: a row that
+    does not describe it (a forgery: its check recomputed) is reported naming the file, the
+    table and the chunk."""
+    path, _model, _digest = tables_compacted
+    with Snapshot(_snapshot_path_of(path)) as snap:
+        assert snap.check() == []
+    file, chunk = _forge_run_row(path, b"s", change)
+    with Snapshot(_snapshot_path_of(path)) as snap:
+        problems = snap.check()
+    assert len(problems) == 1 and problems[0].startswith(file), problems
+    assert f"table tableruns, key 's' (db 0), chunk {chunk}: {says}" in problems[0], problems
 
 
 def test_runs_are_cut_where_they_were(tmp_path) -> None:
