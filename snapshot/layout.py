@@ -193,6 +193,13 @@ def unseal(table: str, key: bytes, value: bytes | memoryview) -> bytes | memoryv
     return body
 
 
+def body_of(value: bytes) -> memoryview | None:
+    """The body of a stored value, its check NOT verified (None: too short to hold one): for a
+    reader that proves the bytes otherwise (a cold table run's hash covers its packs)."""
+    size = len(value) - CHECK_SIZE
+    return None if size < 0 else memoryview(value)[:size]
+
+
 def unseal_crc(table: str, key: bytes, value: bytes | memoryview
                ) -> tuple[bytes | memoryview, int] | None:
     """`unseal`, also returning the body's CRC-32 (what the check was made of): a caller that

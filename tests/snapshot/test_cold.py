@@ -1079,10 +1079,24 @@ def test_a_damaged_run_is_refused_naming_the_file(tables_compacted) -> None:
         assert run.offset > 0
         moved = ColdRun(run.store, run.part, run.number, run.chunk, run.first, run.buckets,
                         run.elements, run.size, run.hash, run.extras, run.offset + 1,
-                        run.stored)  # (a place off by a byte: its checksum fails)
-        with pytest.raises(StorageError, match="checksum mismatch"):
+                        run.stored)  # (a place off by a byte)
+        with pytest.raises(StorageError, match="undecodable value|not the table run recorded"):
             moved.read()
+        with pytest.raises(StorageError, match="checksum mismatch"):
+            run.store.table_run_chunk(moved)  # (what keeps the TTLs: its checksum fails too)
         assert len(run.read()) == run.buckets  # (the right place still reads)
+        # A byte in the middle of another run's packs changed in its file: the packs' hash
+        # tells (no checksum is computed).
+        other = table.home.runs[4]
+        with Snapshot(_snapshot_path_of(path)) as snap:
+            file = snap.parts[other.part].path if other.part >= 0 else snap.path
+        with open(file, "r+b") as f:
+            f.seek(other.offset + other.stored // 2)
+            byte = f.read(1)
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([byte[0] ^ 0x01]))
+        with pytest.raises(StorageError, match="undecodable value|not the table run recorded"):
+            other.read()
 
 
 def test_an_index_claiming_more_buckets_than_its_file_holds_is_refused(tables_compacted
