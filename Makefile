@@ -140,8 +140,9 @@ export-demo: $(VENV)/.stamp-spark java
 	$(VPY) -m streamkeep.tools.export.demo --dir ./export-demo
 
 # CI runs the bounded suite; `make soak` runs the long fuzz/soak variants too.
-# The whole suite, then the differential and property suites again with every stream node
-# cold (read back from a snapshot after every command: tests/support/cold_nodes.py).
+# The whole suite, then the differential and property suites again with every stream node,
+# list node and run of a hash's or set's buckets cold (read back from a snapshot after every
+# command: tests/support/cold_nodes.py).
 # Then the same two suites once more on the pure-Python twins of the compiled kernels.
 # STREAMKEEP_REQUIRE_EXTENSIONS: a kernel that failed to build fails the build and the tests,
 # never hides behind the pure-Python fallback.

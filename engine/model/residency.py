@@ -586,10 +586,7 @@ class Residency:
             store = home.store
             if store is None or node.epoch >= store.clean_before:
                 node.queued = True
-                self.waiting.append((node, home, nbytes))
-                self.waiting_bytes += nbytes
-                if self.waiting_bytes > self.budget // 2 and self.on_pressure is not None:
-                    self.on_pressure()
+                self._wait((node, home, nbytes))
                 continue
             node.home = home  # where it is read back from
             node.freeze()
@@ -637,6 +634,14 @@ class Residency:
         self.dropped_bytes = 0
         return dropped
 
+    def _wait(self, queued: Queued) -> None:
+        """A queued node or run changed since the snapshot: it waits for the next one, which
+        is asked for early once half the budget waits."""
+        self.waiting.append(queued)
+        self.waiting_bytes += queued[2]
+        if self.waiting_bytes > self.budget // 2 and self.on_pressure is not None:
+            self.on_pressure()
+
     def _evict_value_node(self, node: bytearray, home: ValueNodesHome, nbytes: int) -> None:
         """A queued value node: cold if the snapshot holds a node of exactly its bytes (its
         placeholder takes its place in the value); waiting for the next snapshot if it does
@@ -666,10 +671,7 @@ class Residency:
             home.missed[key] = (digest, EPOCH.value)
             home.queued[key] = at
             self.resident += nbytes
-            self.waiting.append((node, home, nbytes))
-            self.waiting_bytes += nbytes
-            if self.waiting_bytes > self.budget // 2 and self.on_pressure is not None:
-                self.on_pressure()
+            self._wait((node, home, nbytes))
             return
         home.missed.pop(key, None)
         nodes[at] = cold
@@ -711,10 +713,7 @@ class Residency:
             home.missed[first] = self.last_tick
             self.resident += nbytes
             home.queued_bytes += nbytes
-            self.waiting.append((run, home, nbytes))
-            self.waiting_bytes += nbytes
-            if self.waiting_bytes > self.budget // 2 and self.on_pressure is not None:
-                self.on_pressure()
+            self._wait((run, home, nbytes))
             return
         buckets[first:first + count] = [_COLD] * count
         table.nbytes -= run.size - count

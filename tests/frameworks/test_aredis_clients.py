@@ -175,6 +175,14 @@ async def settled(queue: RedisQueue, keys: list[str]) -> list[Job]:
         await asyncio.sleep(POLL)
 
 
+async def counted(queue: RedisQueue, complete: int, failed: int = 0) -> None:
+    """Waits until the worker counted `complete` and `failed` jobs: saq counts a job once it
+    stored its status, so one already seen finished may not be counted yet (and a worker
+    stopped then never counts it)."""
+    while queue.complete < complete or queue.failed < failed:
+        await asyncio.sleep(POLL)
+
+
 async def enqueue(queue: RedisQueue, function: str, **kwargs: Any) -> Job:
     job = await queue.enqueue(function, **kwargs)
     assert job is not None, f"{function} {kwargs} was not enqueued"
@@ -225,6 +233,7 @@ def test_saq_worker_runs_enqueued_jobs(place: Place) -> None:
                 info = await queue.info(jobs=True)
                 assert str(worker.id) in info["workers"]  # (its SETEX'd worker_info)
                 assert (info["queued"], info["active"], info["scheduled"]) == (0, 0, 0)
+                await counted(queue, count + 1)
             assert queue.complete == count + 1
             assert await queue.count("incomplete") == 0
             stored = [job async for job in queue.iter_jobs([Status.COMPLETE])]  # (SCAN)
@@ -251,6 +260,7 @@ def test_saq_retries_then_fails_or_completes(place: Place) -> None:
             async with running_worker(queue, concurrency=2):
                 got = await settled(queue, [failing.key, at_once.key, delayed.key,
                                             scheduled.key, aborted.key])
+                await counted(queue, 3, failed=1)
             boomed, thrice, twice, due, dropped = got
 
             assert boomed.status == Status.FAILED and boomed.attempts == 3
