@@ -38,7 +38,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial, wraps
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import lmdb
 import msgpack
@@ -47,6 +47,9 @@ from streamkeep.engine.model import packed_node
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.layout import ID, MAX_ID, RawNode
+
+if TYPE_CHECKING:
+    from streamkeep.aof.fs import FileSystem
 
 T = TypeVar("T")
 # What decoding a damaged value of an unchecked (version 1) snapshot can raise.
@@ -653,31 +656,50 @@ class Snapshot:
     def _check_chunks(self, problems: list[str], limit: int) -> None:
         """Every chunked value's chunks: there, sound, decodable, as many elements as
         recorded; and each tableruns row the run its chunk holds, at the place it records."""
-        for row in self.key_rows():
-            if row.chunked is None or row.type is None:
-                continue
-            try:
-                for _element in self.value_elements(row):
-                    pass
-                for part, number, index, run in self.table_run_index(row):
-                    snap = self if part < 0 else self.parts[part]
-                    why = snap._run_row_problem(row.type, number, index, run)
-                    if why is not None:
-                        raise SnapshotError(
-                            f"{snap.name}: table tableruns, key "
-                            f"{row.key.decode(errors='backslashreplace')!r} (db {row.db}), "
-                            f"chunk {index}: {why}")
-            except SnapshotError as err:
-                problems.append(str(err))
-                if len(problems) >= limit:
-                    return
+        from streamkeep.aof.fs import RealFS
+
+        fs, fds = RealFS(), {}  # (each file opened once for the rows' reads)
+        try:
+            for row in self.key_rows():
+                if row.chunked is None or row.type is None:
+                    continue
+                try:
+                    for _element in self.value_elements(row):
+                        pass
+                    for part, number, index, run in self.table_run_index(row):
+                        snap = self if part < 0 else self.parts[part]
+                        if snap.path not in fds:
+                            fds[snap.path] = snap._opened(fs)
+                        why = snap._run_row_problem(row.type, number, index, run,
+                                                    partial(fs.pread, fds[snap.path]))
+                        if why is not None:
+                            raise SnapshotError(
+                                f"{snap.name}: table tableruns, key "
+                                f"{row.key.decode(errors='backslashreplace')!r} (db {row.db}), "
+                                f"chunk {index}: {why}")
+                except SnapshotError as err:
+                    problems.append(str(err))
+                    if len(problems) >= limit:
+                        return
+        finally:
+            for fd in fds.values():
+                fs.close(fd)
+
+    def _opened(self, fs: FileSystem) -> int:
+        """This file opened for reading (SnapshotError naming it when it cannot be)."""
+        try:
+            return fs.open_read(self.path)
+        except OSError as err:
+            raise SnapshotError(f"{self.name}: cannot read ({err.strerror})") from None
 
     def _run_row_problem(self, type_name: str, number: int, index: int,
-                         run: layout.TableRunRow) -> str | None:
+                         run: layout.TableRunRow, pread: Callable[[int, int], bytes]
+                         ) -> str | None:
         """How the tableruns row of this file's chunk `index` of value `number` (of type
         `type_name`; the chunk itself checked already) fails to describe it, None if it does:
         the run the chunk holds (its placement, first bucket, buckets, records, bytes, hash,
-        extras), and the chunk's stored value at the place the row records in the file."""
+        extras), and the chunk's stored value at the place the row records in the file
+        (`pread(size, offset)` reads the file)."""
         from streamkeep.snapshot.value_formats import run_row, table_chunk
         from streamkeep.snapshot.values import chunk_elements
 
@@ -694,24 +716,10 @@ class Snapshot:
         described = run_row(chunk, len(chunk_elements(type_name, body)))
         if run._replace(offset=-1, stored=0) != described:
             return "describes another run than its chunk holds"
-        if run.offset >= 0 and self._read_at(run.offset, run.stored) != stored:
+        if run.offset >= 0 and pread(run.stored, run.offset) != stored:
             return (f"places its chunk at offset {run.offset} ({run.stored} bytes) of the "
                     f"file, where the chunk is not")
         return None
-
-    def _read_at(self, offset: int, size: int) -> bytes:
-        """`size` bytes of the file from `offset` (fewer past its end)."""
-        from streamkeep.aof.fs import RealFS
-
-        fs = RealFS()
-        try:
-            fd = fs.open_read(self.path)
-        except OSError as err:
-            raise SnapshotError(f"{self.name}: cannot read ({err.strerror})") from None
-        try:
-            return fs.pread(fd, size, offset)
-        finally:
-            fs.close(fd)
 
     def stream(self, db: int, key: bytes) -> StreamInfo | None:
         raw = layout.stream_key(db, key)
