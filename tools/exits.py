@@ -173,7 +173,7 @@ def positive_int(text: str) -> int:
 
 
 def _first_interrupt(signum: int, frame: Any) -> None:
-    if frame is not None and frame.f_globals.get("__name__") == "logging":
+    if _in_logging(frame):
         # Inside logging's own code: its at-fork hooks (run when a child is started with a
         # preexec_fn) take its module lock before the fork and release it after. Raised
         # between the two, the release fails with a traceback, or the lock stays taken and
@@ -185,6 +185,16 @@ def _first_interrupt(signum: int, frame: Any) -> None:
     for other in ENDING_SIGNALS:
         signal.signal(other, signal.SIG_IGN)
     raise Interrupted(signum)
+
+
+def _in_logging(frame: Any) -> bool:
+    """Whether `frame` or one of its callers runs logging's code (a redelivered interrupt may
+    land in the handler that deferred the first one, on top of the logging frame)."""
+    while frame is not None:
+        if frame.f_globals.get("__name__") == "logging":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _interrupt_again(signum: int, frame: Any) -> None:
