@@ -122,7 +122,9 @@ class SnapshotNodes:
         # The last chunk of value nodes read: (part, number, chunk) and its nodes' bytes.
         self._chunk: tuple[tuple[int, int, int], list[bytes]] | None = None
         # The last table runs read, by (part, number, chunk): their packs (oldest first).
-        self._runs: dict[tuple[int, int, int], list[bytes]] = {}
+        # The last RUNS_KEPT runs read, by chunk: the hash they were checked against and the
+        # place they were read from, their packs.
+        self._runs: dict[tuple[int, int, int], tuple[tuple[bytes, int], list[bytes]]] = {}
         # The files (this one and its parts, by id) opened for `_chunk_bytes`'s preads (as the
         # snapshot opened them: a compaction may unlink them).
         self._fds = _open_files((self.snapshot, *self.snapshot.parts))
@@ -326,11 +328,10 @@ class SnapshotNodes:
         holds, proves them: the stored value's checksum is not computed as well, a tenth of
         a random read's time). SnapshotError, naming the file, the table and the chunk, for
         anything else."""
-        where = (run.part, run.number, run.chunk)
-        packs = self._runs.get(where)
-        if packs is None:
-            packs = self._table_run_chunk(run, False).packs
-        return packs
+        cached = self._runs.get((run.part, run.number, run.chunk))
+        if cached is not None and cached[0] == (run.hash, run.offset):  # (the run read)
+            return cached[1]
+        return self._table_run_chunk(run, False).packs
 
     def table_run_chunk(self, run: ColdRun) -> TableChunk:
         """A table run's whole chunk (its packs and what the type keeps beside them), read and
@@ -363,7 +364,7 @@ class SnapshotNodes:
             self.count_random_read(len(body))
         if len(cache) >= RUNS_KEPT:
             del cache[next(iter(cache))]
-        cache[where] = chunk.packs
+        cache[where] = ((run.hash, run.offset), chunk.packs)
         return chunk
 
     def count_read(self, size: int) -> None:

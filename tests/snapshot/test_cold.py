@@ -1072,6 +1072,7 @@ def test_a_damaged_run_is_refused_naming_the_file(tables_compacted) -> None:
         table = _table(engine)
         assert table.home is not None
         run = table.home.runs[3]
+        assert len(run.read()) == run.buckets  # (kept read: another run's hash reads again)
         bad = ColdRun(run.store, run.part, run.number, run.chunk, run.first, run.buckets,
                       run.elements, run.size, bytes(16))  # (another hash than the chunk's)
         with pytest.raises(StorageError, match="not the table run recorded"):
