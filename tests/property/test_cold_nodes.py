@@ -41,6 +41,19 @@ def _outcome(engine: Engine, argv: list[bytes]) -> object:
         return ("error", err.line)
 
 
+def _run_both(resident: Engine, cold: Engine, clock: Clock,
+              steps: list[tuple[list[bytes], int]]) -> None:
+    """Each step (the clock moved on first) on both engines: the same outcome, and, the cold
+    one settled after it, the same digest."""
+    for argv, delta in steps:
+        clock.now += delta
+        expected = _outcome(resident, argv)
+        got = _outcome(cold, argv)
+        assert got == expected, f"{argv!r}"
+        settle(cold)
+        assert cold.digest() == resident.digest(), f"after {argv!r}"
+
+
 @pytest.mark.parametrize("node_entries", [100, 2])
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(script=st.lists(st.tuples(commands_with_tx, st.integers(0, 3)), min_size=1,
@@ -50,13 +63,7 @@ def test_cold_engine_answers_as_the_resident_one(node_entries: int,
     clock = Clock()
     resident = Engine(clock=clock, stream_node_max_entries=node_entries)
     cold = Engine(clock=clock, stream_node_max_entries=node_entries)
-    for argv, delta in [(argv, 0) for argv in SETUP] + script:
-        clock.now += delta
-        expected = _outcome(resident, argv)
-        got = _outcome(cold, argv)
-        assert got == expected, f"{argv!r}"
-        settle(cold)
-        assert cold.digest() == resident.digest(), f"after {argv!r}"
+    _run_both(resident, cold, clock, [(argv, 0) for argv in SETUP] + script)
     settle(cold)
     assert cold.residency.loads > 0 or not any(cold.dbs), "nothing was ever read back"
 
@@ -85,13 +92,7 @@ def test_cold_tables_answer_as_resident_ones(script: list[tuple[list[bytes], int
     with small_chunks(4):
         resident = Engine(clock=clock, **TYPE_LIMITS)
         cold = Engine(clock=clock, **TYPE_LIMITS)
-        for argv, delta in [(argv, 0) for argv in TYPE_SETUP + _BIG] + script:
-            clock.now += delta
-            expected = _outcome(resident, argv)
-            got = _outcome(cold, argv)
-            assert got == expected, f"{argv!r}"
-            settle(cold)
-            assert cold.digest() == resident.digest(), f"after {argv!r}"
+        _run_both(resident, cold, clock, [(argv, 0) for argv in TYPE_SETUP + _BIG] + script)
 
 
 def test_the_type_mode_reads_cold_runs_back() -> None:
